@@ -1,0 +1,36 @@
+"""What every env family shares: the env contract, action protocol, keys, tasks."""
+
+from agentenvs.core.agent import Agent
+from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
+from agentenvs.core.keys import canonical_bytes, derive_rng, derive_seed, normalize_text, stable_digest, text_key
+from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text
+from agentenvs.core.registration import NAMESPACE, EnvEntry
+from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space
+from agentenvs.core.tasks import SPLITS, ListTaskSource, TaskSource, UnknownTaskError, split_of_content
+
+__all__ = [
+    "NAMESPACE",
+    "SPLITS",
+    "ActionProtocol",
+    "Agent",
+    "AgentEnv",
+    "EnvEntry",
+    "InvalidAction",
+    "ListTaskSource",
+    "ParsedResponse",
+    "StepOutcome",
+    "TaskSource",
+    "UnicodeText",
+    "UnknownTaskError",
+    "canonical_bytes",
+    "coerce_text",
+    "derive_rng",
+    "derive_seed",
+    "normalize_text",
+    "observation_text_space",
+    "resolve_weights",
+    "response_text_space",
+    "split_of_content",
+    "stable_digest",
+    "text_key",
+]

@@ -1,0 +1,323 @@
+"""``AgentEnv``: the env contract of agentenvs, shared by every family.
+
+A *turn* is one ``env.step(response)`` call with one raw model response; it
+may carry several primitive actions where the env allows it (Sokoban: up to
+3). Each primitive action is one *transition* of the world state.
+
+Turn flow:
+
+1. The env's :class:`~agentenvs.core.protocol.ActionProtocol` extracts the
+   action strings from the response; ``format`` = 1 when the response is well
+   formed, else 0.
+2. Each action string is parsed into a primitive action
+   (``_parse_action``). If the protocol found no action, or any action of the
+   turn does not parse, the turn is *invalid*: no primitive is applied, the
+   world state is unchanged, ``invalid_action`` = 1, and the observation says
+   what was wrong and what is allowed.
+3. Otherwise the primitives are applied in order (``_apply``) until one ends
+   the episode. Each returns its reward components; the env's potentials
+   (``_potentials``) add potential-based components Φ(s') − Φ(s) per
+   primitive, so their sum over an episode is Φ(end) − Φ(start) and cannot be
+   farmed by looping.
+4. ``reward = Σ_c weight[c] · component[c]`` over the env's weighted
+   components (weights are the ``reward_weights`` kwarg over the family's
+   defaults). ``info["reward_components"]`` holds the unweighted values, every
+   weighted name present (0.0 when it did not fire).
+5. ``truncated`` when the turn count reaches ``max_turns`` and the episode did
+   not terminate.
+
+``info`` after reset and after every step: ``task_id``, ``turn``,
+``max_turns``, ``state_key``, ``obs_key``, ``reward_components``,
+``transitions`` (``state_key``, ``action``, ``reward``, ``next_state_key``
+per primitive; a transition's reward is the weighted sum of that primitive's
+components, so ``reward`` = Σ transition rewards + the turn-level
+``format``/``invalid_action`` terms), ``admissible_actions`` where the env
+can enumerate them, ``privileged`` where the env has hidden information, and
+at the episode's end ``success`` and ``score``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+import gymnasium as gym
+
+from agentenvs.core.keys import stable_digest, text_key
+from agentenvs.core.protocol import ActionProtocol, ParsedResponse
+from agentenvs.core.spaces import observation_text_space, response_text_space
+from agentenvs.core.tasks import TaskSource
+
+Task = TypeVar("Task")
+Primitive = TypeVar("Primitive")
+
+TURN_COMPONENTS = ("format", "invalid_action")
+
+
+class InvalidAction(Exception):
+    """Raised by ``_parse_action`` for text that names no applicable action."""
+
+
+@dataclass
+class StepOutcome:
+    """What one primitive action did: feedback text, reward components, episode end."""
+
+    feedback: str = ""
+    components: dict[str, float] = field(default_factory=dict)
+    terminated: bool = False
+
+
+def resolve_weights(defaults: Mapping[str, float], overrides: Mapping[str, float] | None) -> dict[str, float]:
+    """Family defaults updated by user overrides; unknown names are an error."""
+    weights = dict(defaults)
+    for name, value in (overrides or {}).items():
+        if name not in weights:
+            raise ValueError(f"unknown reward component {name!r}; known: {sorted(weights)}")
+        weights[name] = float(value)
+    return weights
+
+
+class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
+    """Base class of every agentenvs env. Subclasses implement the world hooks.
+
+    Args:
+        task_source: the family's tasks.
+        split: which split ``reset(seed=...)`` draws from.
+        max_turns: turns before truncation (family default when None).
+        reward_weights: overrides of the family's default component weights.
+        protocol: how actions are read from responses (family default when None).
+        render_mode: ``"ansi"`` (text) or a mode the family adds.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {}
+    default_max_turns: ClassVar[int] = 1
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        task_source: TaskSource[Task],
+        *,
+        split: str = "train",
+        max_turns: int | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        protocol: ActionProtocol | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        task_source.check_split(split)
+        if task_source.size(split) == 0:
+            raise ValueError(f"split {split!r} holds no tasks")
+        self.max_turns = self.default_max_turns if max_turns is None else int(max_turns)
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.task_source = task_source
+        self.split = split
+        self.reward_weights = resolve_weights(self.default_reward_weights, reward_weights)
+        self.protocol = protocol if protocol is not None else self.default_protocol()
+        self.render_mode = render_mode
+        self.observation_space = observation_text_space()
+        self.action_space = response_text_space()
+        self.task_id: str | None = None
+        self.turn = 0
+        self._done = True
+        self._state_key = ""
+        self._potential_values: dict[str, float] = {}
+
+    # ----------------------------------------------------------- family hooks
+    def default_protocol(self) -> ActionProtocol:
+        """The family's action protocol (one ``<action>`` per turn by default)."""
+        return ActionProtocol()
+
+    @abstractmethod
+    def _start(self, task: Task) -> None:
+        """Set the world to the start of ``task``."""
+
+    @abstractmethod
+    def _parse_action(self, action: str) -> Primitive:
+        """Turn one action string into a primitive; raise :class:`InvalidAction`."""
+
+    @abstractmethod
+    def _apply(self, primitive: Primitive) -> StepOutcome:
+        """Apply one primitive action to the world."""
+
+    @abstractmethod
+    def _observation_text(self) -> str:
+        """The current state as the agent sees it."""
+
+    @abstractmethod
+    def _state_key_data(self) -> Any:
+        """Plain data that determines the future (hidden parts included)."""
+
+    @abstractmethod
+    def _is_success(self) -> bool:
+        """Whether the task is solved now."""
+
+    def _score(self) -> float:
+        """The task's own metric at the episode's end (default: 1.0 on success)."""
+        return float(self._is_success())
+
+    def _potentials(self) -> Mapping[str, float]:
+        """Potential Φ per potential-based component name, in the current state."""
+        return {}
+
+    def _privileged(self) -> Mapping[str, Any] | None:
+        """Hidden training-time information (never shown to the agent)."""
+        return None
+
+    def admissible_actions(self) -> list[str] | None:
+        """Every valid action now, where the env can enumerate them."""
+        return None
+
+    def action_help(self) -> str:
+        """One line saying which actions exist (shown after an invalid turn)."""
+        return ""
+
+    def _reset_observation(self) -> str:
+        """First observation of an episode (default: the state)."""
+        return self._observation_text()
+
+    def _turn_observation(self, outcomes: list[StepOutcome]) -> str:
+        """Observation after a valid turn (default: last feedback, else the state)."""
+        feedback = "\n".join(o.feedback for o in outcomes if o.feedback)
+        return feedback or self._observation_text()
+
+    def _invalid_observation(self, error: str) -> str:
+        """Observation after an invalid turn: what went wrong, what is allowed, the state."""
+        help_line = self.action_help()
+        head = f"Invalid action: {error}." + (f" {help_line}" if help_line else "")
+        return f"{head}\n\n{self._observation_text()}"
+
+    def _format_value(self, parsed: ParsedResponse) -> float:
+        return 1.0 if parsed.well_formed else 0.0
+
+    def _emit(self, text: str) -> Any:
+        """The observation object for ``text`` (families with image modes override)."""
+        return text
+
+    def expert(self) -> Any:
+        """The family's expert agent for this env (see ``agentenvs.agents``)."""
+        raise NotImplementedError(f"{type(self).__name__} ships no expert")
+
+    # --------------------------------------------------------------- contract
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        task_id = options.pop("task_id", None)
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; supported: ['task_id']")
+        if task_id is None:
+            size = self.task_source.size(self.split)
+            index = seed % size if seed is not None else int(self.np_random.integers(size))
+            task_id = self.task_source.task_id(self.split, index)
+        task = self.task_source.load(str(task_id))
+        self.task_id = str(task_id)
+        self.turn = 0
+        self._done = False
+        self._start(task)
+        self._state_key = self._compute_state_key()
+        self._potential_values = dict(self._potentials())
+        text = self._reset_observation()
+        return self._emit(text), self._info(text, {}, [], terminated=False, truncated=False)
+
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise RuntimeError("the episode has ended (or never started): call reset() first")
+        parsed = self.protocol.parse(action)
+        components = dict.fromkeys(self.reward_weights, 0.0)
+        if "format" in components:
+            components["format"] = self._format_value(parsed)
+        error = parsed.error
+        primitives: list[Primitive] = []
+        if error is None:
+            try:
+                primitives = [self._parse_action(a) for a in parsed.actions]
+            except InvalidAction as exc:
+                error = str(exc)
+
+        transitions: list[dict[str, Any]] = []
+        terminated = False
+        if error is not None:
+            if "invalid_action" in components:
+                components["invalid_action"] = 1.0
+            text = self._invalid_observation(error)
+        else:
+            outcomes = []
+            for raw, primitive in zip(parsed.actions, primitives):
+                outcome = self._apply(primitive)
+                step_components = dict(outcome.components)
+                potentials = self._potentials()
+                for name, value in potentials.items():
+                    step_components[name] = step_components.get(name, 0.0) + value - self._potential_values[name]
+                self._potential_values = dict(potentials)
+                before, self._state_key = self._state_key, self._compute_state_key()
+                for name, value in step_components.items():
+                    components[name] += value
+                transitions.append(
+                    {
+                        "state_key": before,
+                        "action": raw,
+                        "reward": self._weighted(step_components),
+                        "next_state_key": self._state_key,
+                    }
+                )
+                outcomes.append(outcome)
+                if outcome.terminated:
+                    terminated = True
+                    break
+            text = self._turn_observation(outcomes)
+
+        self.turn += 1
+        truncated = not terminated and self.turn >= self.max_turns
+        self._done = terminated or truncated
+        reward = self._weighted(components)
+        info = self._info(text, components, transitions, terminated=terminated, truncated=truncated)
+        return self._emit(text), reward, terminated, truncated, info
+
+    def render(self) -> Any:
+        if self.render_mode == "ansi":
+            return self._observation_text()
+        return None
+
+    # ---------------------------------------------------------------- helpers
+    @property
+    def state_key(self) -> str:
+        return self._state_key
+
+    def _compute_state_key(self) -> str:
+        return stable_digest(self._state_key_data())
+
+    def _weighted(self, components: Mapping[str, float]) -> float:
+        return float(sum(self.reward_weights[name] * value for name, value in components.items()))
+
+    def _info(
+        self,
+        text: str,
+        components: Mapping[str, float],
+        transitions: list[dict[str, Any]],
+        *,
+        terminated: bool,
+        truncated: bool,
+    ) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "task_id": self.task_id,
+            "turn": self.turn,
+            "max_turns": self.max_turns,
+            "state_key": self._state_key,
+            "obs_key": text_key(text),
+            "reward_components": dict(components),
+            "transitions": transitions,
+        }
+        admissible = self.admissible_actions()
+        if admissible is not None:
+            info["admissible_actions"] = admissible
+        privileged = self._privileged()
+        if privileged is not None:
+            info["privileged"] = privileged
+        if terminated or truncated:
+            info["success"] = bool(self._is_success())
+            info["score"] = float(self._score())
+        return info
+

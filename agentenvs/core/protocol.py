@@ -1,0 +1,175 @@
+"""The action protocol: from a raw model response to the action(s) it names.
+
+A response is *well formed* when it is, apart from surrounding whitespace::
+
+    [<think> ... </think>] <action> a1 [SEP a2 ...] </action>
+
+with exactly one action block, at most one think block placed before it
+(required when ``require_think``), no other text outside the tags, and between
+one and ``max_actions`` non-empty actions. Tag names and the separator are
+configurable (Search-R1 style envs use ``<search>``/``<answer>`` through their
+own parser built on the same pieces).
+
+Extraction is more lenient than the format check, so that the format reward
+and the action's validity stay separate signals:
+
+- the first complete ``<action>...</action>`` block is used, whatever else
+  the response holds;
+- a response with no tags at all is a *bare action* (``"up"``,
+  ``"click[buy now]"``): accepted as the action, but not well formed;
+- an opening tag without its closing tag, or tags without an action block,
+  yield no action and an error message saying why.
+
+``parse`` never raises, whatever it is given: ``None``, bytes, megabytes of
+text, unbalanced tags. Work is linear in the response length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    """What the protocol read from one response.
+
+    ``actions`` is empty when ``error`` says why no action could be read;
+    it may hold actions *and* an error (e.g. too many actions).
+    """
+
+    actions: tuple[str, ...]
+    well_formed: bool
+    error: str | None = None
+    think: str | None = None
+
+
+def coerce_text(response: object) -> str:
+    """Turn any response object into text without raising."""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, (bytes, bytearray, memoryview)):
+        return bytes(response).decode("utf-8", "replace")
+    if response is None:
+        return ""
+    try:
+        return str(response)
+    except Exception:  # a hostile __str__ must not crash the env
+        return ""
+
+
+def find_block(text: str, tag: str, start: int = 0) -> tuple[int, int, int] | None:
+    """Locate ``<tag>...</tag>`` from ``start``: (open index, content start, close end)."""
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    begin = text.find(opening, start)
+    if begin < 0:
+        return None
+    content_start = begin + len(opening)
+    end = text.find(closing, content_start)
+    if end < 0:
+        return None
+    return begin, content_start, end + len(closing)
+
+
+class ActionProtocol:
+    """Reads actions out of model responses; see the module docstring for the rules.
+
+    Args:
+        action_tag: name of the tag holding the action(s).
+        think_tag: name of the optional reasoning tag.
+        require_think: well formed only with a think block.
+        separator: splits one action block into several actions (``"||"`` for
+            Sokoban); ``None`` means one action per block.
+        max_actions: actions allowed in one turn.
+        max_action_chars: longer action text is rejected (keeps error
+            messages and env work bounded).
+        allow_bare: accept a tag-free response as the action itself.
+    """
+
+    def __init__(
+        self,
+        action_tag: str = "action",
+        think_tag: str = "think",
+        *,
+        require_think: bool = False,
+        separator: str | None = None,
+        max_actions: int = 1,
+        max_action_chars: int = 2000,
+        allow_bare: bool = True,
+    ) -> None:
+        if max_actions < 1:
+            raise ValueError(f"max_actions must be >= 1, got {max_actions}")
+        if separator == "":
+            raise ValueError("separator must be a non-empty string or None")
+        self.action_tag = action_tag
+        self.think_tag = think_tag
+        self.require_think = require_think
+        self.separator = separator
+        self.max_actions = max_actions
+        self.max_action_chars = max_action_chars
+        self.allow_bare = allow_bare
+
+    def format(self, actions: str | list[str] | tuple[str, ...], think: str | None = None) -> str:
+        """Build a well-formed response naming ``actions`` (what scripted agents send)."""
+        if isinstance(actions, str):
+            actions = [actions]
+        joiner = f" {self.separator} " if self.separator else ""
+        if len(actions) > 1 and not self.separator:
+            raise ValueError("this protocol takes one action per response")
+        body = joiner.join(actions)
+        prefix = f"<{self.think_tag}>{think}</{self.think_tag}>" if think is not None else ""
+        return f"{prefix}<{self.action_tag}>{body}</{self.action_tag}>"
+
+    def parse(self, response: object) -> ParsedResponse:
+        text = coerce_text(response)
+        action_open = f"<{self.action_tag}>"
+        action_close = f"</{self.action_tag}>"
+        block = find_block(text, self.action_tag)
+        if block is None:
+            if action_open in text:
+                return ParsedResponse((), False, f"unclosed {action_open} tag")
+            if action_close in text or self._has_tag(text, self.think_tag):
+                return ParsedResponse((), False, f"no {action_open}...{action_close} block")
+            if not self.allow_bare:
+                return ParsedResponse((), False, f"no {action_open}...{action_close} block")
+            return self._split(text.strip(), well_formed=False, think=None)
+
+        begin, content_start, end = block
+        think_text, well_formed = self._check_layout(text, begin, end)
+        content = text[content_start : end - len(action_close)].strip()
+        return self._split(content, well_formed=well_formed, think=think_text)
+
+    def _has_tag(self, text: str, tag: str) -> bool:
+        return f"<{tag}>" in text or f"</{tag}>" in text
+
+    def _check_layout(self, text: str, begin: int, end: int) -> tuple[str | None, bool]:
+        """Whether everything outside the action block is one optional think block."""
+        before, after = text[:begin], text[end:]
+        well_formed = not after.strip() and f"<{self.action_tag}>" not in after
+        think = find_block(before, self.think_tag)
+        if think is None:
+            well_formed = well_formed and not before.strip() and not self.require_think
+            return None, well_formed
+        think_begin, think_start, think_end = think
+        think_text = before[think_start : think_end - len(self.think_tag) - 3].strip()
+        outside = before[:think_begin] + before[think_end:]
+        well_formed = well_formed and not outside.strip()
+        return think_text, well_formed
+
+    def _split(self, content: str, *, well_formed: bool, think: str | None) -> ParsedResponse:
+        if not content:
+            return ParsedResponse((), False, "empty action", think)
+        if len(content) > self.max_action_chars:
+            return ParsedResponse(
+                (), False, f"action longer than {self.max_action_chars} characters", think
+            )
+        if self.separator:
+            actions = tuple(part.strip() for part in content.split(self.separator) if part.strip())
+        else:
+            actions = (content,)
+        if not actions:
+            return ParsedResponse((), False, "empty action", think)
+        if len(actions) > self.max_actions:
+            return ParsedResponse(
+                actions, False, f"at most {self.max_actions} actions per turn, got {len(actions)}", think
+            )
+        return ParsedResponse(actions, well_formed, None, think)
