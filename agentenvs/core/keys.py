@@ -43,49 +43,99 @@ def canonical_bytes(value: Any) -> bytes:
     return b"".join(parts)
 
 
+def _encode_str(value: str, out: list[bytes]) -> None:
+    raw = value.encode("utf-8", "surrogatepass")
+    out.append(b"s%d:" % len(raw))
+    out.append(raw)
+
+
+def _encode_int(value: int, out: list[bytes]) -> None:
+    out.append(b"i%d;" % value)
+
+
+def _encode_float(value: float, out: list[bytes]) -> None:
+    out.append(b"f" + (0.0 if value == 0.0 else value).hex().encode() + b";")
+
+
+def _encode_sequence(value: list | tuple, out: list[bytes]) -> None:
+    out.append(b"l%d:" % len(value))
+    for item in value:
+        _encode(item, out)
+
+
+def _encode_dict(value: dict, out: list[bytes]) -> None:
+    items = sorted((canonical_bytes(k), canonical_bytes(v)) for k, v in value.items())
+    out.append(b"d%d:" % len(items))
+    for key, val in items:
+        out.append(key)
+        out.append(val)
+
+
+def _encode_set(value: set | frozenset, out: list[bytes]) -> None:
+    members = sorted(canonical_bytes(item) for item in value)
+    out.append(b"S%d:" % len(members))
+    out.extend(members)
+
+
+def _encode_bytes(value: bytes | bytearray | memoryview, out: list[bytes]) -> None:
+    raw = bytes(value)
+    out.append(b"b%d:" % len(raw))
+    out.append(raw)
+
+
+def _encode_array(value: np.ndarray, out: list[bytes]) -> None:
+    array = np.ascontiguousarray(value)
+    raw = array.tobytes()
+    out.append(f"a{array.dtype.str};{','.join(map(str, array.shape))};{len(raw)}:".encode())
+    out.append(raw)
+
+
+def _encode_constant(value: None | bool, out: list[bytes]) -> None:
+    out.append(b"N" if value is None else b"T" if value else b"F")
+
+
+# Exact-type dispatch keeps the hot path (state keys every step) to one dict lookup;
+# subclasses and numpy scalars take the isinstance route below.
+_ENCODERS = {
+    str: _encode_str,
+    int: _encode_int,
+    float: _encode_float,
+    tuple: _encode_sequence,
+    list: _encode_sequence,
+    dict: _encode_dict,
+    frozenset: _encode_set,
+    set: _encode_set,
+    bytes: _encode_bytes,
+    bool: _encode_constant,
+    type(None): _encode_constant,
+    np.ndarray: _encode_array,
+}
+_FALLBACKS = (
+    (bool, _encode_constant),
+    (int, _encode_int),
+    (float, _encode_float),
+    (str, _encode_str),
+    ((bytes, bytearray, memoryview), _encode_bytes),
+    ((list, tuple), _encode_sequence),
+    (dict, _encode_dict),
+    ((set, frozenset), _encode_set),
+    (np.ndarray, _encode_array),
+)
+
+
 def _encode(value: Any, out: list[bytes]) -> None:
-    if value is None:
-        out.append(b"N")
-    elif value is True:
-        out.append(b"T")
-    elif value is False:
-        out.append(b"F")
-    elif isinstance(value, int):
-        out.append(b"i%d;" % value)
-    elif isinstance(value, float):
-        out.append(b"f" + (0.0 if value == 0.0 else value).hex().encode() + b";")
-    elif isinstance(value, str):
-        raw = value.encode("utf-8", "surrogatepass")
-        out.append(b"s%d:" % len(raw))
-        out.append(raw)
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        out.append(b"b%d:" % len(raw))
-        out.append(raw)
-    elif isinstance(value, (list, tuple)):
-        out.append(b"l%d:" % len(value))
-        for item in value:
-            _encode(item, out)
-    elif isinstance(value, dict):
-        items = sorted((canonical_bytes(k), canonical_bytes(v)) for k, v in value.items())
-        out.append(b"d%d:" % len(items))
-        for key, val in items:
-            out.append(key)
-            out.append(val)
-    elif isinstance(value, (set, frozenset)):
-        members = sorted(canonical_bytes(item) for item in value)
-        out.append(b"S%d:" % len(members))
-        out.extend(members)
-    elif isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value)
-        raw = array.tobytes()
-        header = f"a{array.dtype.str};{','.join(map(str, array.shape))};{len(raw)}:"
-        out.append(header.encode())
-        out.append(raw)
-    elif isinstance(value, np.generic):
+    encoder = _ENCODERS.get(type(value))
+    if encoder is not None:
+        encoder(value, out)
+        return
+    if isinstance(value, np.generic):
         _encode(value.item(), out)
-    else:
-        raise TypeError(f"cannot canonically encode {type(value).__name__!r}: use plain data")
+        return
+    for kind, fallback in _FALLBACKS:
+        if isinstance(value, kind):
+            fallback(value, out)
+            return
+    raise TypeError(f"cannot canonically encode {type(value).__name__!r}: use plain data")
 
 
 def stable_digest(value: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 NAMESPACE = "agentenvs"
-_NOT_FAMILIES = {"core", "agents"}
+_NOT_FAMILIES = {"core", "agents", "vector"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,436 @@
+"""The ``agentenvs`` command.
+
+::
+
+    agentenvs list
+    agentenvs play ID [--seed S] [--split SPLIT] [--env-kwarg KEY=VALUE ...]
+    agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
+                  [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
+    agentenvs replay results.jsonl
+
+``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
+and prints one summary row per pair. ``all`` or a shell pattern such as
+``'Sokoban*'`` selects several ids; those whose extra is missing are skipped
+with a note. ``--out`` writes one JSON line per episode (see
+:class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``--env-kwarg`` values are read as JSON when they parse
+(``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
+
+Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
+``run`` could run nothing or an agent or env raised (that pair's row is left
+out, the others still run); 2 for bad arguments (unknown id or agent, bad kwarg,
+missing file), reported in one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import gymnasium as gym
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import agentenvs
+from agentenvs.agents import AGENTS, AgentUnavailable, EpisodeRecord, play_episode, replay_episode
+from agentenvs.core.registration import NAMESPACE
+
+QUIT_WORDS = ("quit", "exit")
+
+
+class UsageError(Exception):
+    """Bad arguments: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+# ------------------------------------------------------------------ env access
+def resolve_env_id(name: str) -> str:
+    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``."""
+    for candidate in (name, f"{NAMESPACE}/{name}"):
+        if candidate in gym.registry:
+            return candidate
+    raise UsageError(f"unknown env id {name!r}; `agentenvs list` shows the ids")
+
+
+def matching_ids(pattern: str) -> list[str]:
+    """Registered agentenvs ids matching a shell pattern (``*``, ``Sokoban*``, ``agentenvs/BabyAI-Go*``)."""
+    ids = [
+        env_id
+        for env_id in agentenvs.ENV_IDS
+        if fnmatch.fnmatchcase(env_id, pattern) or fnmatch.fnmatchcase(env_id, f"{NAMESPACE}/{pattern}")
+    ]
+    if not ids:
+        raise UsageError(f"no registered id matches {pattern!r}; `agentenvs list` shows the ids")
+    return ids
+
+
+def unavailable_reason(env_id: str) -> str | None:
+    """Why ``env_id``'s code cannot be imported here (a missing extra), or None."""
+    entry_point = gym.spec(env_id).entry_point
+    if not isinstance(entry_point, str):
+        return None
+    module = entry_point.split(":")[0]
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        extra = next((e.extra for e in agentenvs.ENV_ENTRIES if e.env_id == env_id and e.extra), None)
+        hint = (
+            f"needs the {extra} extra (pip install 'agentenvs[{extra}]')" if extra else "cannot be imported"
+        )
+        return f"{hint}: {exc}"
+    except Exception as exc:
+        return f"cannot be imported: {type(exc).__name__}: {exc}"
+    return None
+
+
+def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    reason = unavailable_reason(env_id)
+    if reason is not None:
+        raise UsageError(f"{env_id} {reason}")
+    try:
+        return gym.make(env_id, disable_env_checker=True, **kwargs)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise UsageError(f"{env_id} rejects the env kwargs {kwargs}: {exc}") from None
+
+
+def parse_env_kwargs(pairs: Sequence[str] | None, split: str | None) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, text = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--env-kwarg wants KEY=VALUE, got {pair!r}")
+        try:
+            kwargs[key] = json.loads(text)
+        except json.JSONDecodeError:
+            kwargs[key] = text
+    if split is not None:
+        kwargs["split"] = split
+    return kwargs
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _note(console: Console, text: str, style: str | None = None) -> None:
+    """One unwrapped line on the notes console (stderr), taken literally."""
+    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
+# --------------------------------------------------------------------- list
+def cmd_list(args: argparse.Namespace) -> int:
+    width = max((len(entry.env_id) for entry in agentenvs.ENV_ENTRIES), default=0)
+    for entry in agentenvs.ENV_ENTRIES:
+        reason = unavailable_reason(entry.env_id)
+        note = f"  [{reason.split(':')[0]}]" if reason else ""
+        print(f"{entry.env_id:<{width}}  {entry.summary}{note}")
+    return 0
+
+
+# --------------------------------------------------------------------- play
+def cmd_play(args: argparse.Namespace) -> int:
+    env_id = resolve_env_id(args.env_id)
+    env = make_env(env_id, parse_env_kwargs(args.env_kwarg, args.split))
+    try:
+        return _play(env, env_id, args.seed)
+    finally:
+        env.close()
+
+
+def _play(env: gym.Env, env_id: str, seed: int) -> int:
+    weights = getattr(env.unwrapped, "reward_weights", {})
+    observation, info = env.reset(seed=seed)
+    print(f"{env_id} | task {info.get('task_id')} | type an action; '{QUIT_WORDS[0]}' or end of input exits")
+    episode_return = 0.0
+    while True:
+        _show(observation, info)
+        try:
+            line = input("> ")
+        except EOFError:
+            print()
+            return 0
+        if not sys.stdin.isatty():
+            print(line)  # show piped input as if typed
+        if line.strip().lower() in QUIT_WORDS:
+            return 0
+        observation, reward, terminated, truncated, info = env.step(line)
+        episode_return += reward
+        for name, value in info.get("reward_components", {}).items():
+            weight = weights.get(name)
+            weighted = f" x {weight:g} = {weight * value + 0.0:+.2f}" if weight is not None else ""
+            print(f"  {name:<16} {value:+.2f}{weighted}")
+        print(f"  {'reward':<16} {reward:+.2f}   (return {episode_return:+.2f})")
+        if terminated or truncated:
+            _show(observation, {})
+            ending = "terminated" if terminated else "truncated"
+            print(
+                f"episode {ending} after {info.get('turn')} turns: success {info.get('success')}, "
+                f"score {info.get('score')}, return {episode_return:+.2f}"
+            )
+            return 0
+
+
+def _show(observation: Any, info: dict[str, Any]) -> None:
+    if isinstance(observation, str):
+        print(f"\n{observation}")
+    else:
+        print(f"\n[{type(observation).__name__} observation of shape {getattr(observation, 'shape', '?')}]")
+    admissible = info.get("admissible_actions")
+    if admissible:
+        shown = ", ".join(admissible[:30]) + (
+            f", ... ({len(admissible)} in all)" if len(admissible) > 30 else ""
+        )
+        print(f"actions: {shown}")
+
+
+# ---------------------------------------------------------------------- run
+def cmd_run(args: argparse.Namespace) -> int:
+    agent_names = list(dict.fromkeys(args.agent or ["random"]))
+    for name in agent_names:
+        if name not in AGENTS:
+            raise UsageError(f"unknown agent {name!r}; choose from {sorted(AGENTS)}")
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
+    kwargs = parse_env_kwargs(args.env_kwarg, args.split)
+    notes = Console(stderr=True)
+    envs: list[tuple[str, gym.Env]] = []
+    if args.env_id == "all" or any(char in args.env_id for char in "*?["):
+        for env_id in matching_ids("*" if args.env_id == "all" else args.env_id):
+            reason = unavailable_reason(env_id)
+            if reason is not None:
+                _note(notes, f"skipping {env_id}: {reason}", "yellow")
+            else:
+                envs.append((env_id, make_env(env_id, kwargs)))
+    else:
+        env_id = resolve_env_id(args.env_id)
+        envs.append((env_id, make_env(env_id, kwargs)))
+    env_kwargs = {key: value for key, value in kwargs.items() if key != "split"}
+    out = _open_out(args.out)
+    rows = []
+    failures = 0
+    try:
+        with _progress(notes) as progress:
+            task = progress.add_task("", total=len(envs) * len(agent_names) * args.episodes)
+            for env_id, env in envs:
+                for agent_name in agent_names:
+                    progress.update(task, description=f"{env_id} {agent_name}")
+                    records = []
+                    try:
+                        for episode in range(args.episodes):
+                            record = play_episode(
+                                env,
+                                agent_name,
+                                seed=args.seed + episode,
+                                env_id=env_id,
+                                env_kwargs=env_kwargs,
+                            )
+                            records.append(record)
+                            if out is not None:
+                                out.write(json.dumps(record.to_json()) + "\n")
+                            progress.advance(task)
+                    except AgentUnavailable as exc:
+                        _note(notes, f"skipping agent {agent_name} on {env_id}: {exc}", "yellow")
+                        progress.advance(task, args.episodes - len(records))
+                        continue
+                    except Exception as exc:
+                        failures += 1
+                        _note(
+                            notes,
+                            f"error: agent {agent_name} on {env_id}, episode seed {args.seed + len(records)}: "
+                            f"{type(exc).__name__}: {_one_line(exc)}",
+                            "red",
+                        )
+                        progress.advance(task, args.episodes - len(records))
+                        continue
+                    rows.append(_summary(env_id, agent_name, records))
+    finally:
+        if out is not None:
+            out.close()
+        for _, env in envs:
+            env.close()
+    if not rows:
+        _note(notes, "nothing ran", "red")
+        return 1
+    _print_table(rows, split=args.split)
+    if args.out:
+        _note(notes, f"wrote {sum(row['episodes'] for row in rows)} episodes to {args.out}")
+    if failures:
+        _note(notes, f"{failures} (env, agent) runs stopped on an error", "red")
+    return 1 if failures else 0
+
+
+def _open_out(path: str | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def _summary(env_id: str, agent_name: str, records: list[EpisodeRecord]) -> dict[str, Any]:
+    count = len(records)
+    scores = [r.score for r in records if r.score is not None]
+    names = sorted({name for r in records for name in r.component_sums})
+    return {
+        "env": env_id,
+        "agent": agent_name,
+        "episodes": count,
+        "success": sum(bool(r.success) for r in records) / count,
+        "score": sum(scores) / len(scores) if scores else None,
+        "turns": sum(r.turns for r in records) / count,
+        "return": sum(r.episode_return for r in records) / count,
+        "components": {name: sum(r.component_sums.get(name, 0.0) for r in records) / count for name in names},
+    }
+
+
+def _print_table(rows: list[dict[str, Any]], split: str | None) -> None:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    table = Table(title=f"agentenvs run (split: {split or 'env default'})", title_justify="left")
+    for header in ("env", "agent", "episodes", "success", "score", "turns", "return"):
+        table.add_column(header, justify="left" if header in ("env", "agent") else "right", no_wrap=True)
+    table.add_column("reward components (mean sum per episode)")
+    for row in rows:
+        components = "  ".join(f"{name} {value:+.2f}" for name, value in row["components"].items())
+        table.add_row(
+            row["env"],
+            row["agent"],
+            str(row["episodes"]),
+            f"{row['success']:.0%}",
+            "-" if row["score"] is None else f"{row['score']:.3f}",
+            f"{row['turns']:.2f}",
+            f"{row['return']:+.2f}",
+            components,
+        )
+    console.print(table)
+
+
+# ------------------------------------------------------------------- replay
+def cmd_replay(args: argparse.Namespace) -> int:
+    path = Path(args.results)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    records = _read_records(path)
+    envs: dict[str, gym.Env] = {}
+    mismatched = 0
+    notes = Console(stderr=True)
+    try:
+        with _progress(notes) as progress:
+            task = progress.add_task("replay", total=len(records))
+            for line_number, record in records:
+                key = json.dumps([record.env_id, record.env_kwargs, record.split], sort_keys=True)
+                if key not in envs:
+                    kwargs = dict(record.env_kwargs)
+                    if record.split is not None:
+                        kwargs["split"] = record.split
+                    envs[key] = make_env(resolve_env_id(record.env_id), kwargs)
+                try:
+                    mismatches = replay_episode(envs[key], record)
+                except Exception as exc:
+                    mismatches = [f"replaying raised {type(exc).__name__}: {_one_line(exc)}"]
+                if mismatches:
+                    mismatched += 1
+                    _note(
+                        progress.console,
+                        f"{path.name}:{line_number} {record.env_id} {record.agent} task {record.task_id} "
+                        f"seed {record.seed}: " + "; ".join(mismatches[:4]),
+                    )
+                progress.advance(task)
+    finally:
+        for env in envs.values():
+            env.close()
+    verdict = "all match" if not mismatched else f"{mismatched} mismatched"
+    print(f"replayed {len(records)} episodes from {path}: {verdict}")
+    return 1 if mismatched else 0
+
+
+def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
+    records = []
+    with path.open(encoding="utf-8") as lines:
+        for line_number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
+            except (json.JSONDecodeError, ValueError, TypeError) as exc:
+                raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+    return records
+
+
+# ------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="agentenvs", description="Multi-turn text environments for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"agentenvs {agentenvs.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(
+        name: str, handler: Callable[[argparse.Namespace], int], help_text: str
+    ) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    def env_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--split", help="task split (train, valid, test); the env's default when omitted")
+        sub.add_argument(
+            "--env-kwarg", action="append", metavar="KEY=VALUE", help="env keyword argument (repeatable)"
+        )
+
+    command("list", cmd_list, "list the registered env ids")
+
+    play = command("play", cmd_play, "play an env yourself in the terminal")
+    play.add_argument("env_id", metavar="ID")
+    play.add_argument("--seed", type=int, default=0, help="reset seed (picks the task)")
+    env_options(play)
+
+    run = command("run", cmd_run, "run scripted agents and print a summary table")
+    run.add_argument(
+        "env_id", metavar="ID|all|PATTERN", help="an id, all ids, or a shell pattern ('BabyAI-Go*')"
+    )
+    run.add_argument(
+        "--agent", action="append", help=f"agent to run (repeatable; default random): {', '.join(AGENTS)}"
+    )
+    run.add_argument("--episodes", type=int, default=20, help="episodes per env and agent (default 20)")
+    run.add_argument("--seed", type=int, default=0, help="episode e resets with seed SEED + e (default 0)")
+    run.add_argument("--out", metavar="FILE", help="write one JSON line per episode")
+    env_options(run)
+
+    replay = command("replay", cmd_replay, "re-run the episodes of a results file and report mismatches")
+    replay.add_argument("results", metavar="FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except UsageError as exc:
+        print(f"agentenvs: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""What a worker holds: a slice of env copies, addressed by their global index.
+
+The same :class:`EnvSlice` runs in-process, inside a subprocess worker and
+inside a Ray actor, so every backend steps envs with identical code and gives
+identical results.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+EnvFactory = Callable[[], gym.Env]
+StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class MakeRegistered:
+    """Picklable factory of a registered id: ``gym.make(env_id, **kwargs)`` in any process.
+
+    Gymnasium's passive env checker is off unless ``kwargs`` turns it on: it
+    re-checks data on every step, and after a reset that raised (an unknown
+    task id) it breaks the env's next step.
+    """
+
+    env_id: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> gym.Env:
+        import agentenvs  # noqa: F401  (registers the ids in a fresh worker process)
+
+        return gym.make(self.env_id, **{"disable_env_checker": True, **self.kwargs})
+
+
+@dataclass(frozen=True)
+class MakeWithKwargs:
+    """Picklable factory: a user's env constructor called with fixed keyword arguments."""
+
+    constructor: Callable[..., gym.Env]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> gym.Env:
+        return self.constructor(**dict(self.kwargs))
+
+
+def env_factory(env: str | Callable[..., gym.Env], env_kwargs: Mapping[str, Any] | None = None) -> EnvFactory:
+    """A picklable zero-argument factory for an env id or an env constructor."""
+    kwargs = dict(env_kwargs or {})
+    if isinstance(env, str):
+        return MakeRegistered(env, kwargs)
+    if callable(env):
+        return MakeWithKwargs(env, kwargs)
+    raise TypeError(f"env must be a registered id or a callable returning an env, got {type(env).__name__}")
+
+
+@dataclass(frozen=True)
+class ResetRequest:
+    """How one env copy starts its episode: ``reset(seed=seed, options={"task_id": ...})``."""
+
+    seed: int
+    task_id: str | None = None
+
+    def apply(self, env: gym.Env) -> tuple[Any, dict[str, Any]]:
+        options = {"task_id": self.task_id} if self.task_id is not None else None
+        return env.reset(seed=self.seed, options=options)
+
+
+@dataclass(frozen=True)
+class EpisodeHistory:
+    """Everything needed to rebuild an env's state: its reset and the responses since."""
+
+    reset: ResetRequest
+    responses: tuple[Any, ...] = ()
+    state_key: str | None = None
+
+    def extended(self, response: Any, state_key: str | None) -> EpisodeHistory:
+        return EpisodeHistory(self.reset, (*self.responses, response), state_key)
+
+
+@dataclass(frozen=True)
+class Crash:
+    """An env copy whose step raised, killed its worker, or could not be restored."""
+
+    error: str
+
+
+class EnvSlice:
+    """The env copies one worker holds, keyed by global index."""
+
+    def __init__(self, factory: EnvFactory, indices: Sequence[int]) -> None:
+        self.envs = {index: factory() for index in indices}
+
+    def reset(self, requests: Mapping[int, ResetRequest]) -> dict[int, tuple[Any, dict[str, Any]]]:
+        return {index: request.apply(self.envs[index]) for index, request in requests.items()}
+
+    def step(self, responses: Mapping[int, Any]) -> dict[int, StepResult | Crash]:
+        """One turn of each named env. An env whose step raises is reported, not re-raised."""
+        results: dict[int, StepResult | Crash] = {}
+        for index, response in responses.items():
+            try:
+                results[index] = self.envs[index].step(response)
+            except Exception:
+                results[index] = Crash(f"step raised: {traceback.format_exc(limit=-4).strip()}")
+        return results
+
+    def replay(self, histories: Mapping[int, EpisodeHistory]) -> dict[int, str | None | Crash]:
+        """Rebuild each env from its history; the state key it ends in, for checking."""
+        keys: dict[int, str | None | Crash] = {}
+        for index, history in histories.items():
+            env = self.envs[index]
+            try:
+                _, info = history.reset.apply(env)
+                for response in history.responses:
+                    *_, info = env.step(response)
+                keys[index] = info.get("state_key")
+            except Exception:
+                keys[index] = Crash(f"replay raised: {traceback.format_exc(limit=-4).strip()}")
+        return keys
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
