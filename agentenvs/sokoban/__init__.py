@@ -1,0 +1,30 @@
+"""Sokoban: push boxes onto targets in generated rooms (gym-sokoban rules, native engine)."""
+
+from agentenvs.core.registration import EnvEntry
+
+ENVS = (
+    EnvEntry(
+        name="Sokoban",
+        entry_point="agentenvs.sokoban.env:SokobanEnv",
+        summary="Sokoban 6x6, 1 box; up to 3 moves per turn, 3 turns (MT-PPO case study)",
+        kwargs={
+            "dim_room": (6, 6),
+            "num_boxes": 1,
+            "min_solution_length": 5,
+            "max_actions_per_turn": 3,
+            "max_turns": 3,
+        },
+    ),
+    EnvEntry(
+        name="Sokoban-Verl",
+        entry_point="agentenvs.sokoban.env:SokobanEnv",
+        summary="Sokoban 6x6, 1 box; one move per turn, 15 turns (verl-agent setting)",
+        kwargs={
+            "dim_room": (6, 6),
+            "num_boxes": 1,
+            "min_solution_length": 5,
+            "max_actions_per_turn": 1,
+            "max_turns": 15,
+        },
+    ),
+)
