@@ -1,0 +1,262 @@
+"""WebShop's published data files, read with the original loader's rules.
+
+Files (in ``data_dir``; ``size="1000"`` reads the ``_1000`` variants)::
+
+    items_shuffle[_1000].json   list of scraped products
+    items_ins_v2[_1000].json    asin -> {"attributes": [...], "instruction": str,
+                                         "instruction_attributes": [...]}
+    items_human_ins.json        asin -> [{"instruction": str, "instruction_attributes":
+                                          [...], "instruction_options": [...], ...}]
+
+Product rules: skip ``asin == "nan"`` or longer than 10 characters, and
+repeated ASINs; ``name`` is the title, ``full_description`` the description,
+``small_description`` (string or list) the bullet points, ``images[0]`` the
+image; ``query`` is lowercased and stripped. ``pricing`` "$12.99" or
+"$10.99 - $25.99" is split on ``$``, every part stripped of all but digits
+and dots, the first two kept; shown as "$a" or "$a to $b"; missing or
+unparseable pricing means ``[100.0]`` shown as "$100.0". Each
+customization option becomes ``options[name.lower()]`` with values
+``value.strip().replace("/", " | ").lower()``. Attributes come from
+``items_ins_v2`` (``["DUMMY_ATTR"]`` when absent). Reviews are not shipped:
+every product shows ``Rating: N.A.`` and no reviews.
+
+Goals: one price per product is drawn uniformly inside its pricing range;
+the price cap takes two of the first four multiples of ten above it and keeps
+the larger (no cap when fewer than two remain). Synthetic goals
+(``human_goals=False``) give one goal per combination of option values,
+``"{instruction} with {name}: {value}, and ...{price text}"``; human goals
+use each annotated instruction (``instruction.strip(".")``) and skip those
+without attributes. Goals are shuffled with ``random.Random(233)`` (the
+original's ``random.seed(233); random.shuffle``) and split test ``[0, 500)``,
+valid ``[500, 1500)``, train ``[1500, end)``, so each split holds the same
+products, instructions and options as the original's. Difference: the
+original draws prices and price caps from the unseeded global RNG (they
+change from run to run); here they are derived from the ASIN with
+``derive_seed``, so they are the same on every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from agentenvs.core import derive_seed, stable_digest
+from agentenvs.webshop.catalog import (
+    ASIN_WIDTH,
+    Catalog,
+    Goal,
+    Product,
+    build_or_open,
+    build_version,
+    cache_root,
+    write_catalog,
+)
+
+PRICE_RANGE = [10.0 * i for i in range(1, 100)]
+NO_PRICE_CAP = 1_000_000.0
+SHUFFLE_SEED = 233
+SPLIT_BOUNDS = {"test": (0, 500), "valid": (500, 1500)}  # train: the rest
+_NOT_PRICE = re.compile(r"[^\d.]")
+
+
+def parse_pricing(pricing: Any) -> tuple[tuple[float, ...], str]:
+    """``(pricing, price_tag)`` from a WebShop pricing string."""
+    if pricing:
+        try:
+            values = [float(Decimal(_NOT_PRICE.sub("", part))) for part in str(pricing).split("$")[1:]]
+        except InvalidOperation:
+            values = []
+        if len(values) == 1:
+            return (values[0],), f"${values[0]}"
+        if len(values) >= 2:
+            return (values[0], values[1]), f"${values[0]} to ${values[1]}"
+    return (100.0,), "$100.0"
+
+
+def draw_price(asin: str, pricing: Sequence[float]) -> float:
+    """The product's one price: its only price, or uniform inside its range."""
+    if len(pricing) == 1:
+        return float(pricing[0])
+    low, high = pricing[:2]
+    return float(low + (high - low) * _uniform("webshop-price", asin))
+
+
+def _uniform(*key: Any) -> float:
+    """A uniform draw in [0, 1) determined by ``key`` alone."""
+    return derive_seed(*key) / 2.0**64
+
+
+def price_cap(price: float, *key: Any) -> tuple[float, str]:
+    """``(price_upper, price_text)`` for a goal on a product of this price."""
+    candidates = [p for p in PRICE_RANGE if p > price][:4]
+    if len(candidates) < 2:
+        return NO_PRICE_CAP, ""
+    pairs = list(itertools.combinations(candidates, 2))
+    upper = max(pairs[int(_uniform("webshop-price-cap", *key) * len(pairs))])
+    return upper, f", and price lower than {upper:.2f} dollars"
+
+
+def option_values(raw_options: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not raw_options:
+        return ()
+    options: dict[str, tuple[str, ...]] = {}
+    for name, contents in raw_options.items():
+        if contents is None:
+            continue
+        options[name.lower()] = tuple(c["value"].strip().replace("/", " | ").lower() for c in contents)
+    return tuple(options.items())
+
+
+def product_from_raw(raw: Mapping[str, Any], attributes: Sequence[str] | None) -> Product:
+    """A :class:`Product` from one ``items_shuffle`` entry and its attributes (None: not annotated)."""
+    bullets = raw.get("small_description")
+    bullet_points = tuple(bullets) if isinstance(bullets, list) else (bullets if bullets is not None else "",)
+    pricing, price_tag = parse_pricing(raw.get("pricing"))
+    images = raw.get("images") or [""]
+    asin = raw["asin"]
+    return Product(
+        asin=asin,
+        title=raw.get("name") or "",
+        description=raw.get("full_description") or "",
+        bullet_points=tuple(str(b) for b in bullet_points),
+        category=raw.get("category") or "",
+        query=(raw.get("query") or "").lower().strip(),
+        product_category=raw.get("product_category") or "",
+        price_tag=price_tag,
+        pricing=pricing,
+        options=option_values(raw.get("customization_options")),
+        attributes=tuple(attributes) if attributes is not None else ("DUMMY_ATTR",),
+        main_image=images[0] or "",
+        price=draw_price(asin, pricing),
+    )
+
+
+def synthetic_goal_text(instruction: str, named_options: Sequence[tuple[str, str]], price_text: str) -> str:
+    option_text = ", and ".join(f"{name}: {value}" for name, value in named_options)
+    return f"{instruction}{' with ' + option_text if option_text else ''}{price_text}"
+
+
+def synthetic_goals(product: Product, instruction: str, instruction_attributes: Sequence[str]) -> list[Goal]:
+    """One goal per combination of the product's option values (names sorted)."""
+    upper, price_text = price_cap(product.price, product.asin)
+    options = dict(product.options)
+    names = sorted(options)
+    goals = []
+    for combination in itertools.product(*(options[name] for name in names)):
+        pairs = tuple(zip(names, combination))
+        goals.append(
+            Goal(
+                asin=product.asin,
+                instruction_text=synthetic_goal_text(instruction, pairs, price_text),
+                attributes=tuple(instruction_attributes),
+                goal_options=pairs,
+                price_upper=upper,
+                name=product.title,
+                query=product.query,
+                category=product.category,
+                product_category=product.product_category,
+            )
+        )
+    return goals
+
+
+def human_goals(product: Product, annotations: Sequence[Mapping[str, Any]]) -> list[Goal]:
+    goals = []
+    for index, note in enumerate(annotations):
+        attributes = note.get("instruction_attributes") or []
+        if not attributes:
+            continue
+        upper, price_text = price_cap(product.price, product.asin, index)
+        goals.append(
+            Goal(
+                asin=product.asin,
+                instruction_text=note["instruction"].strip(".") + price_text,
+                attributes=tuple(attributes),
+                goal_options=tuple(note.get("instruction_options") or ()),
+                price_upper=upper,
+                name=product.title,
+                query=product.query,
+                category=product.category,
+                product_category=product.product_category,
+            )
+        )
+    return goals
+
+
+def shuffle_goals(goals: list[Goal]) -> list[Goal]:
+    """WebShop's fixed goal order: ``random.seed(233); random.shuffle(goals)``."""
+    shuffled = list(goals)
+    random.Random(SHUFFLE_SEED).shuffle(shuffled)
+    return shuffled
+
+
+def data_files(data_dir: Path, size: str) -> tuple[Path, Path, Path]:
+    suffix = "_1000" if size == "1000" else ""
+    if size not in ("1000", "full"):
+        raise ValueError(f"size must be '1000' or 'full', got {size!r}")
+    files = (
+        data_dir / f"items_shuffle{suffix}.json",
+        data_dir / f"items_ins_v2{suffix}.json",
+        data_dir / "items_human_ins.json",
+    )
+    return files
+
+
+def load_official(
+    data_dir: str | Path, *, size: str = "1000", human: bool = False
+) -> tuple[list[Product], list[Goal]]:
+    """Products and shuffled goals from WebShop's files in ``data_dir``."""
+    products_path, attributes_path, human_path = data_files(Path(data_dir), size)
+    for path in (products_path, attributes_path) + ((human_path,) if human else ()):
+        if not path.exists():
+            raise FileNotFoundError(f"WebShop data file {path} not found")
+    raw_products = json.loads(products_path.read_text(encoding="utf-8"))
+    annotations = json.loads(attributes_path.read_text(encoding="utf-8"))
+    human_notes = json.loads(human_path.read_text(encoding="utf-8")) if human else {}
+    products = list(_products(raw_products, annotations))
+    goals: list[Goal] = []
+    for product in products:
+        note = annotations.get(product.asin, {})
+        if human:
+            if product.asin in human_notes:
+                goals.extend(human_goals(product, human_notes[product.asin]))
+        elif note.get("instruction") is not None:
+            goals.extend(
+                synthetic_goals(product, note["instruction"], note.get("instruction_attributes") or [])
+            )
+    return products, shuffle_goals(goals)
+
+
+def _products(raw_products: Sequence[Mapping[str, Any]], annotations: Mapping[str, Any]) -> Iterator[Product]:
+    seen: set[str] = set()
+    for raw in raw_products:
+        asin = raw["asin"]
+        if asin == "nan" or len(asin) > ASIN_WIDTH or asin in seen:
+            continue
+        seen.add(asin)
+        yield product_from_raw(raw, (annotations.get(asin) or {}).get("attributes"))
+
+
+def official_catalog(
+    data_dir: str | Path, *, size: str = "1000", human: bool = False, cache_dir: str | Path | None = None
+) -> Catalog:
+    """The catalog of WebShop's files in ``data_dir``, converted once into the cache."""
+    files = [p for p in data_files(Path(data_dir), size) if p.exists()]
+    stamp = [[str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    key = stable_digest([stamp, size, human, build_version("agentenvs.webshop.official")])[:16]
+    directory = (
+        Path(cache_dir) if cache_dir else cache_root()
+    ) / f"official-{size}-{'human' if human else 'synthetic'}-{key}"
+
+    def build(target: Path) -> None:
+        products, goals = load_official(data_dir, size=size, human=human)
+        meta = {"source": "official", "data_dir": str(Path(data_dir).resolve()), "size": size, "human": human}
+        write_catalog(target, products, goals, meta)
+
+    return build_or_open(directory, build)

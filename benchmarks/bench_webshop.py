@@ -1,0 +1,170 @@
+"""WebShop at scale: build, load, memory, search latency and sharing, per catalog size.
+
+    python benchmarks/bench_webshop.py                       # 10k and 100k products
+    python benchmarks/bench_webshop.py --sizes 10000 100000 1181436
+    python benchmarks/bench_webshop.py --pyserini-index DIR  # + WebShop's Lucene engine
+
+For each size (a generated catalog; 1,181,436 is the full WebShop catalog's
+size) it prints:
+
+- build: one-time generation + BM25 indexing into the cache (or "cached");
+- load: a fresh process opening the catalog, its index and one env
+  (``gym.make`` path), until the first observation;
+- RSS / PSS after load and after the searches (PSS splits shared pages
+  between the processes mapping them);
+- search latency over instruction and title queries, top 50 as the env
+  asks: median of the first (cold: index pages not yet touched) pass, then
+  median, p95 and max wall clock and mean CPU time per query of a second
+  pass (CPU time is what other load on the machine does not inflate);
+- env turns per second with the expert;
+- two worker processes on the same catalog: their RSS and PSS, showing the
+  memory-mapped catalog is shared rather than copied.
+
+The reference engine is WebShop's pyserini/Lucene searcher (Java); it runs
+in the same benchmark only where ``pyserini`` is installed and an index is
+given (``--pyserini-index``), else its row says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+WORKER = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+from agentenvs.webshop.env import WebShopEnv
+env = WebShopEnv(split="test", num_products=int(sys.argv[1]), cache_dir=sys.argv[2] or None)
+obs, info = env.reset(seed=0)
+load_s = time.perf_counter() - t0
+def memory():
+    fields = {}
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if parts[0] in ("Rss:", "Pss:"):
+                fields[parts[0][:-1].lower()] = int(parts[1]) / 1024
+    return fields
+after_load = memory()
+catalog = env.catalog
+queries = []
+for i in range(int(sys.argv[3])):
+    goal = catalog.goal(i % catalog.num_goals)
+    queries.append(goal.instruction_text.split(", and price")[0] if i % 2 else goal.name.lower())
+index = catalog.search_index()
+def timed_pass():
+    times, cpu = [], time.process_time()
+    for q in queries:
+        t = time.perf_counter()
+        index.search(q, 50)
+        times.append(1000 * (time.perf_counter() - t))
+    return sorted(times), 1000 * (time.process_time() - cpu) / len(queries)
+cold, _ = timed_pass()  # first touch of the memory-mapped index pages
+times, cpu_ms = timed_pass()
+turns, t = 0, time.perf_counter()
+for seed in range(int(sys.argv[4])):
+    obs, info = env.reset(seed=seed)
+    expert, done = env.expert(), False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
+        turns += 1
+        done = terminated or truncated
+turn_rate = turns / (time.perf_counter() - t)
+if len(sys.argv) > 5 and sys.argv[5]:
+    time.sleep(float(sys.argv[5]))  # hold the mapping while a sibling worker measures
+print(json.dumps({
+    "load_s": load_s, "after_load": after_load, "after_search": memory(),
+    "p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95)], "max_ms": times[-1],
+    "cold_p50_ms": cold[len(cold) // 2], "cpu_ms": cpu_ms, "turns_per_s": turn_rate, "products": catalog.num_products,
+}))
+"""
+
+
+def run_worker(
+    size: int, cache_dir: str, queries: int, episodes: int, hold_s: float = 0.0
+) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(size), cache_dir, str(queries), str(episodes), str(hold_s)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def finish(process: subprocess.Popen) -> dict:
+    out, _ = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"worker failed with code {process.returncode}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def build(size: int, cache_dir: str | None) -> str:
+    from agentenvs.webshop.generator import generated_catalog, generated_catalog_dir
+
+    if (generated_catalog_dir(size, 0, cache_dir) / "meta.json").exists():
+        return "cached"
+    start = time.perf_counter()
+    generated_catalog(size, 0, cache_dir=cache_dir)
+    return f"{time.perf_counter() - start:.0f} s"
+
+
+def pyserini_row(index_dir: str | None, queries: list[str]) -> str:
+    try:
+        from pyserini.search.lucene import LuceneSearcher
+    except ImportError:
+        return "pyserini not installed: reference engine not run"
+    if not index_dir:
+        return "no --pyserini-index given: reference engine not run"
+    searcher = LuceneSearcher(index_dir)
+    searcher.set_bm25(0.9, 0.4)
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        searcher.search(q, k=50)
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return f"pyserini search p50 {1000 * times[len(times) // 2]:.1f} ms, p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--cache-dir", default="")
+    parser.add_argument("--pyserini-index", default=None)
+    args = parser.parse_args()
+
+    header = (
+        f"{'products':>9} {'build':>8} {'load s':>7} {'RSS MB':>7} {'PSS MB':>7} {'cold ms':>7}"
+        f" {'search p50/p95/max ms':>22} {'cpu ms':>6} {'turns/s':>8} {'2 workers RSS / PSS MB':>24}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in args.sizes:
+        built = build(size, args.cache_dir or None)
+        solo = finish(run_worker(size, args.cache_dir, args.queries, args.episodes))
+        pair = [run_worker(size, args.cache_dir, args.queries, 0, hold_s=3.0) for _ in range(2)]
+        shared = [finish(p) for p in pair]
+        memory = solo["after_search"]
+        workers = " + ".join(f"{w['after_search']['rss']:.0f}/{w['after_search']['pss']:.0f}" for w in shared)
+        print(
+            f"{solo['products']:>9} {built:>8} {solo['load_s']:>7.2f} {memory['rss']:>7.0f} {memory['pss']:>7.0f}"
+            f" {solo['cold_p50_ms']:>7.1f}"
+            f" {solo['p50_ms']:>8.1f} /{solo['p95_ms']:>6.1f} /{solo['max_ms']:>6.1f} {solo['cpu_ms']:>6.1f}"
+            f" {solo['turns_per_s']:>8.0f}"
+            f" {workers:>24}",
+            flush=True,
+        )
+    from agentenvs.webshop.generator import generated_catalog
+
+    catalog = generated_catalog(args.sizes[0], 0, cache_dir=args.cache_dir or None)
+    queries = [catalog.goal(i).name.lower() for i in range(min(args.queries, catalog.num_goals))]
+    print(f"reference (WebShop's Lucene engine): {pyserini_row(args.pyserini_index, queries)}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()
