@@ -9,8 +9,9 @@
     agentenvs replay results.jsonl
 
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
-and prints one summary row per pair. ``all`` or a shell pattern such as
-``'Sokoban*'`` selects several ids; those whose extra is missing are skipped
+and prints one summary row per pair. ``all`` selects every main id (variants
+such as the per-level ``BabyAI-<Level>`` ids are left to patterns), a shell
+pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is missing are skipped
 with a note. ``--out`` writes one JSON line per episode (see
 :class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``--env-kwarg`` values are read as JSON when they parse
 (``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
@@ -72,6 +73,11 @@ def matching_ids(pattern: str) -> list[str]:
     if not ids:
         raise UsageError(f"no registered id matches {pattern!r}; `agentenvs list` shows the ids")
     return ids
+
+
+def main_ids() -> list[str]:
+    """Every registered id that is not a variant of another (``run all``)."""
+    return [entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None]
 
 
 def unavailable_reason(env_id: str) -> str | None:
@@ -205,7 +211,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     notes = Console(stderr=True)
     envs: list[tuple[str, gym.Env]] = []
     if args.env_id == "all" or any(char in args.env_id for char in "*?["):
-        for env_id in matching_ids("*" if args.env_id == "all" else args.env_id):
+        selected = main_ids() if args.env_id == "all" else matching_ids(args.env_id)
+        for env_id in selected:
             reason = unavailable_reason(env_id)
             if reason is not None:
                 _note(notes, f"skipping {env_id}: {reason}", "yellow")

@@ -23,13 +23,18 @@ _NOT_FAMILIES = {"core", "agents", "vector"}
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """One registered env id: ``agentenvs/{name}-v0``."""
+    """One registered env id: ``agentenvs/{name}-v0``.
+
+    ``variant_of`` names the main env a variant id specialises (one BabyAI
+    level of the ``BabyAI`` mix); ``agentenvs run all`` covers main ids only.
+    """
 
     name: str
     entry_point: str
     summary: str
     kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     extra: str | None = None
+    variant_of: str | None = None
 
     @property
     def env_id(self) -> str:

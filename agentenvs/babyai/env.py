@@ -1,0 +1,379 @@
+"""BabyAI as a multi-turn text environment, on minigrid's own engine.
+
+The world is a minigrid BabyAI level (``minigrid.envs.babyai``): its grid,
+dynamics, mission verifier and reward. agentenvs adds the text layer
+(:mod:`agentenvs.babyai.describe`), the reward components and the state key.
+``level=None`` plays the default mix of the five BALROG tasks; ``level="GoTo"``
+(or ``gym.make("agentenvs/BabyAI-GoTo-v0")``) plays one level. Tasks and
+splits: :mod:`agentenvs.babyai.tasks`.
+
+=====================  ===================================================
+Task source            ``"<Level>/<seed>"``: minigrid generates the world from
+                       the seed; splits are disjoint seed ranges
+                       (:mod:`agentenvs.babyai.tasks`). Built in, no data.
+Observation            text (default): ``Mission: go to the red ball``, then
+                       BALROG-style lines: ``You carry a blue key``, ``a wall
+                       2 steps forward``, ``a red box 3 steps right and 2
+                       steps forward``, ``a locked green door 1 step left``.
+                       The first observation adds the list of actions.
+                       ``obs_mode="image"``: ``{"text": ..., "image": the
+                       agent's view rendered by minigrid (H, W, 3) uint8}``.
+Action                 one per turn: ``turn left``, ``turn right``, ``go
+                       forward``, ``pick up``, ``drop``, ``toggle`` (case and
+                       spacing ignored), in ``<action>...</action>`` or bare.
+                       Anything else is invalid: the world is untouched and
+                       the observation lists the actions.
+Reward (weight)        ``outcome`` (1.0): minigrid's reward, 1 - 0.9 t /
+                       max_steps on success, else 0 (sparse, at the end).
+                       ``progress`` (0.1), potential-based: Φ(s') - Φ(s) with
+                       Φ = 1 on success, else the share of the mission's
+                       verifiable subgoals reached: a completed part of a
+                       sequence ("pick up A, then go to B") counts 1/2; within
+                       an unfinished part, 1/2 of it while the agent carries
+                       the object to put next to another, or the key of a
+                       locked door it must open. Dropping that object again
+                       gives the credit back, so looping earns nothing.
+                       ``format`` (0.0): 1 when the response is well formed;
+                       not potential-based, and weighted 0 as in BALROG and
+                       verl-agent (a positive weight pays for tags alone).
+                       ``invalid_action`` (-0.1, verl-agent's penalty): 1
+                       on an invalid turn.
+Termination            the mission succeeds (or a strict verifier fails).
+Truncation             ``max_turns`` turns; default: the level's max_steps
+                       (one action per turn). A ``max_turns`` kwarg also sets
+                       minigrid's max_steps, so the outcome formula uses it.
+State key              agent position and direction, carried object, the
+                       full grid encoding (type, color, state per cell), the
+                       mission, the contents of closed boxes and the
+                       verifier's progress (which parts of a sequence are
+                       done, which objects it tracks where).
+Privileged             level, seed, agent position and direction, positions
+                       of the objects the mission names.
+Expert                 minigrid's ``BabyAIBot``, replanning every step
+                       (:mod:`agentenvs.babyai.expert`).
+=====================  ===================================================
+
+minigrid prints "Sampling rejected: ..." while it generates some levels; the
+env swallows that output so that it never reaches stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from agentenvs.core.env import AgentEnv, StepOutcome
+from agentenvs.core.keys import stable_digest
+from agentenvs.core.protocol import ActionProtocol
+from agentenvs.core.spaces import observation_text_space
+
+try:
+    from minigrid.core.world_object import WorldObj
+    from minigrid.envs.babyai.core.roomgrid_level import RoomGridLevel
+    from minigrid.envs.babyai.core.verifier import (
+        AfterInstr,
+        AndInstr,
+        BeforeInstr,
+        Instr,
+        OpenInstr,
+        PutNextInstr,
+        SeqInstr,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError('the BabyAI envs need minigrid: pip install "agentenvs[babyai]"') from exc
+
+from agentenvs.babyai.describe import ACTION_HELP, TEXT_ACTIONS, observation_text, parse_action, view_lines
+from agentenvs.babyai.expert import BabyAIExpert
+from agentenvs.babyai.tasks import DEFAULT_MIX, BabyAITask, BabyAITaskSource, make_level, resolve_level
+
+# minigrid changes the grid only in the cell in front of the agent, and only on these actions.
+_GRID_ACTIONS = frozenset({3, 4, 5})  # pickup, drop, toggle
+_EMPTY_CODE = (1, 0, 0)
+_DESC_ATTRS = ("desc", "desc_move", "desc_fixed")
+
+
+def grid_encoding(grid: Any) -> np.ndarray:
+    """The (width, height, 3) uint8 array ``minigrid.core.grid.Grid.encode()`` returns, faster."""
+    codes = [_EMPTY_CODE if cell is None else cell.encode() for cell in grid.grid]
+    return np.array(codes, dtype=np.uint8).reshape(grid.height, grid.width, 3).transpose(1, 0, 2).copy()
+
+
+def _position(pos: Any) -> tuple[int, int] | None:
+    return None if pos is None else (int(pos[0]), int(pos[1]))
+
+
+def _object_code(obj: WorldObj | None) -> tuple[int, ...] | None:
+    return None if obj is None else tuple(int(v) for v in obj.encode())
+
+
+class BabyAIEnv(AgentEnv[BabyAITask, int]):
+    """A BabyAI level of minigrid, played in text; see the module docstring.
+
+    Args:
+        level: a BabyAI level name (``"GoToLocal"`` or ``"BabyAI-GoToLocal-v0"``);
+            None plays the default mix (:data:`agentenvs.babyai.tasks.DEFAULT_MIX`).
+        split: ``"train"``, ``"valid"`` or ``"test"`` (disjoint seed ranges).
+        obs_mode: ``"text"`` or ``"image"`` (text plus the agent's rendered view).
+        max_turns: turn limit; None uses each level's max_steps.
+        reward_weights: overrides of ``outcome``, ``progress``, ``format``,
+            ``invalid_action``.
+        protocol: how actions are read from responses (default: one
+            ``<action>`` per turn, bare actions accepted).
+        render_mode: ``"ansi"`` (the text) or ``"rgb_array"`` (minigrid's
+            full-grid frame).
+        tile_size: pixels per grid cell in images.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = MappingProxyType(
+        {"outcome": 1.0, "progress": 0.1, "format": 0.0, "invalid_action": -0.1}
+    )
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
+
+    def __init__(
+        self,
+        level: str | None = None,
+        *,
+        split: str = "train",
+        obs_mode: str = "text",
+        max_turns: int | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        protocol: ActionProtocol | None = None,
+        render_mode: str | None = None,
+        tile_size: int = 16,
+    ) -> None:
+        levels = tuple(DEFAULT_MIX.values()) if level is None else (resolve_level(level),)
+        super().__init__(
+            BabyAITaskSource(levels),
+            split=split,
+            max_turns=max_turns,
+            reward_weights=reward_weights,
+            protocol=protocol,
+            render_mode=render_mode,
+        )
+        if obs_mode not in ("text", "image"):
+            raise ValueError(f"obs_mode must be 'text' or 'image', got {obs_mode!r}")
+        self.obs_mode = obs_mode
+        self.tile_size = int(tile_size)
+        self.fixed_max_turns = max_turns is not None
+        if obs_mode == "image":
+            side = 7 * self.tile_size  # minigrid's default agent view is 7x7 cells
+            self.observation_space = spaces.Dict(
+                {
+                    "text": observation_text_space(),
+                    "image": spaces.Box(0, 255, (side, side, 3), dtype=np.uint8),
+                }
+            )
+        self.world: RoomGridLevel | None = None
+        self.task: BabyAITask | None = None
+        self.episode = 0
+        self.last_action: int | None = None
+        self._worlds: dict[str, RoomGridLevel] = {}
+        self._success = False
+        self._outcome = 0.0
+        self._grid: np.ndarray = np.zeros((0, 0, 3), dtype=np.uint8)
+        self._boxes: list[WorldObj] = []
+        self._grid_key = ""
+        self._targets: tuple[tuple[int, int], ...] = ()
+        self._text = ""
+
+    # ------------------------------------------------------------ the world
+    def _world_for(self, level: str) -> RoomGridLevel:
+        if level not in self._worlds:
+            self._worlds[level] = make_level(level, self.max_turns if self.fixed_max_turns else None)
+        return self._worlds[level]
+
+    def _start(self, task: BabyAITask) -> None:
+        self.task = task
+        self.world = self._world_for(task.level)
+        with contextlib.redirect_stdout(io.StringIO()):
+            observation, _ = self.world.reset(seed=task.seed)
+        if not self.fixed_max_turns:
+            self.max_turns = int(self.world.max_steps)
+        self.episode += 1
+        self.last_action = None
+        self._success = False
+        self._outcome = 0.0
+        self._grid = grid_encoding(self.world.grid)
+        self._boxes = [
+            cell
+            for cell in self.world.grid.grid
+            if cell is not None and cell.type == "box" and cell.contains is not None
+        ]
+        self._grid_changed()
+        self._describe(observation)
+
+    def _parse_action(self, action: str) -> int:
+        return parse_action(action)
+
+    def _apply(self, primitive: int) -> StepOutcome:
+        world = self.world
+        observation, reward, terminated, _, _ = world.step(primitive)
+        if primitive in _GRID_ACTIONS:  # the agent did not move: the front cell is the one acted on
+            front = _position(world.front_pos)
+            code = _object_code(world.grid.get(*front)) or _EMPTY_CODE
+            if code != tuple(self._grid[front].tolist()):  # else the action did nothing
+                self._grid[front] = code
+                self._grid_changed()
+        self.last_action = primitive
+        self._success = bool(terminated and reward > 0)
+        self._outcome = float(reward)
+        self._describe(observation)
+        return StepOutcome(components={"outcome": float(reward)}, terminated=bool(terminated))
+
+    def _grid_changed(self) -> None:
+        """Refresh what only pick up, drop and toggle change: the state key's grid part, targets."""
+        world = self.world
+        objects = (stable_digest(self._grid), self._box_contents(), tracked_objects(world.instrs))
+        self._grid_key = repr((world.mission, objects))
+        self._targets = target_positions(world.instrs)
+
+    def _describe(self, observation: Mapping[str, Any]) -> None:
+        self._text = observation_text(
+            self.world.mission, view_lines(observation["image"], self.world.carrying)
+        )
+
+    # ----------------------------------------------------------- the contract
+    def _observation_text(self) -> str:
+        return self._text
+
+    def _reset_observation(self) -> str:
+        return f"{self._text}\n\n{ACTION_HELP}"
+
+    def action_help(self) -> str:
+        return ACTION_HELP
+
+    def admissible_actions(self) -> list[str]:
+        return list(TEXT_ACTIONS)
+
+    def _is_success(self) -> bool:
+        return self._success
+
+    def _score(self) -> float:
+        return self._outcome if self._success else 0.0
+
+    def _potentials(self) -> Mapping[str, float]:
+        return {"progress": 1.0 if self._success else subgoal_potential(self.world.instrs, self.world)}
+
+    def _state_key_data(self) -> Any:
+        world = self.world
+        agent = (*_position(world.agent_pos), int(world.agent_dir))
+        # Both parts are the repr of nested tuples of ints, strings, booleans and None:
+        # canonical, and far cheaper to build and encode than the nested structure.
+        moving = repr((agent, _object_code(world.carrying), verifier_progress(world.instrs, world)))
+        return (self._grid_key, moving)
+
+    def _box_contents(self) -> tuple[Any, ...]:
+        """What the boxes still in the world hide (the grid encoding does not show it)."""
+        world = self.world
+        contents = []
+        for box in self._boxes:
+            if box is world.carrying:
+                where: Any = "carried"
+            elif world.grid.get(*_position(box.cur_pos)) is box:
+                where = _position(box.cur_pos)
+            else:
+                continue  # opened: its contents are on the grid now
+            contents.append((where, _object_code(box.contains)))
+        return tuple(contents)
+
+    def _privileged(self) -> Mapping[str, Any]:
+        world = self.world
+        return {
+            "level": self.task.level,
+            "seed": self.task.seed,
+            "agent_pos": list(_position(world.agent_pos)),
+            "agent_dir": int(world.agent_dir),
+            "targets": [list(position) for position in self._targets],
+        }
+
+    def _emit(self, text: str) -> Any:
+        if self.obs_mode == "image":
+            return {"text": text, "image": self.world.get_pov_render(self.tile_size)}
+        return text
+
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array":
+            return self.world.get_full_render(True, self.tile_size)
+        return super().render()
+
+    def expert(self) -> BabyAIExpert:
+        return BabyAIExpert(self)
+
+
+def _instr_parts(instr: SeqInstr) -> tuple[Instr, Instr, bool]:
+    """(first part, second part, first part done) in the order the mission asks for."""
+    if isinstance(instr, AfterInstr):
+        return instr.instr_b, instr.instr_a, instr.b_done == "success"
+    return instr.instr_a, instr.instr_b, instr.a_done == "success"
+
+
+def subgoal_potential(instr: Instr, world: RoomGridLevel) -> float:
+    """Φ in [0, 1): the share of the instruction's verifiable subgoals reached."""
+    if isinstance(instr, AndInstr):
+        done_a, done_b = instr.a_done == "success", instr.b_done == "success"
+        return 0.5 * (1.0 if done_a else subgoal_potential(instr.instr_a, world)) + 0.5 * (
+            1.0 if done_b else subgoal_potential(instr.instr_b, world)
+        )
+    if isinstance(instr, (BeforeInstr, AfterInstr)):
+        first, second, first_done = _instr_parts(instr)
+        return (
+            0.5 + 0.5 * subgoal_potential(second, world)
+            if first_done
+            else 0.5 * subgoal_potential(first, world)
+        )
+    carrying = world.carrying
+    if carrying is None:
+        return 0.0
+    if isinstance(instr, PutNextInstr):
+        return 0.5 if any(obj is carrying for obj in instr.desc_move.obj_set) else 0.0
+    if isinstance(instr, OpenInstr) and carrying.type == "key":
+        doors = instr.desc.obj_set
+        if all(door.is_locked for door in doors) and any(door.color == carrying.color for door in doors):
+            return 0.5
+    return 0.0
+
+
+def verifier_progress(instr: Instr, world: RoomGridLevel) -> Any:
+    """Which parts of a sequence the verifier counts as done, and what each clause saw carried last."""
+    if isinstance(instr, SeqInstr):
+        return (
+            instr.a_done == "success",
+            instr.b_done == "success",
+            verifier_progress(instr.instr_a, world),
+            verifier_progress(instr.instr_b, world),
+        )
+    before = getattr(instr, "preCarrying", None)
+    return None if before is None else (_object_code(before), before is world.carrying)
+
+
+def tracked_objects(instr: Instr) -> tuple[Any, ...]:
+    """Where the objects each clause tracks are (changes only on pick up, drop and toggle)."""
+    if isinstance(instr, SeqInstr):
+        return tracked_objects(instr.instr_a) + tracked_objects(instr.instr_b)
+    tracked = []
+    for attr in _DESC_ATTRS:
+        desc = getattr(instr, attr, None)
+        if desc is not None:
+            # obj_poss follows the grid scan; tracked objects that look alike are interchangeable.
+            # Walls matched by a colour-only description have no cur_pos (and never move).
+            objects = tuple(sorted(_position(obj.cur_pos) or (-1, -1) for obj in desc.obj_set))
+            tracked.append((objects, tuple(_position(p) for p in desc.obj_poss)))
+    return tuple(tracked)
+
+
+def target_positions(instr: Instr) -> tuple[tuple[int, int], ...]:
+    """Grid positions of every object the mission names (privileged)."""
+    if isinstance(instr, SeqInstr):
+        return target_positions(instr.instr_a) + target_positions(instr.instr_b)
+    positions: list[tuple[int, int]] = []
+    for attr in _DESC_ATTRS:
+        desc = getattr(instr, attr, None)
+        if desc is not None:
+            positions.extend(_position(p) for p in desc.obj_poss)
+    return tuple(positions)
