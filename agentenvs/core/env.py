@@ -124,7 +124,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         self.turn = 0
         self._done = True
         self._state_key = ""
-        self._potential_values: dict[str, float] = {}
+        self._potential_values: Mapping[str, float] = {}
 
     # ----------------------------------------------------------- family hooks
     def default_protocol(self) -> ActionProtocol:
@@ -160,7 +160,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         return float(self._is_success())
 
     def _potentials(self) -> Mapping[str, float]:
-        """Potential Φ per potential-based component name, in the current state."""
+        """Potential Φ per potential-based component name, in the current state (a new mapping per call)."""
         return {}
 
     def _privileged(self) -> Mapping[str, Any] | None:
@@ -218,7 +218,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         self._done = False
         self._start(task)
         self._state_key = self._compute_state_key()
-        self._potential_values = dict(self._potentials())
+        self._potential_values = self._potentials()
         text = self._reset_observation()
         return self._emit(text), self._info(text, {}, [], terminated=False, truncated=False)
 
@@ -251,7 +251,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
                 potentials = self._potentials()
                 for name, value in potentials.items():
                     step_components[name] = step_components.get(name, 0.0) + value - self._potential_values[name]
-                self._potential_values = dict(potentials)
+                self._potential_values = potentials
                 before, self._state_key = self._state_key, self._compute_state_key()
                 for name, value in step_components.items():
                     components[name] += value
@@ -290,7 +290,11 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         return stable_digest(self._state_key_data())
 
     def _weighted(self, components: Mapping[str, float]) -> float:
-        return float(sum(self.reward_weights[name] * value for name, value in components.items()))
+        weights = self.reward_weights
+        total = 0.0
+        for name, value in components.items():
+            total += weights[name] * value
+        return total
 
     def _info(
         self,

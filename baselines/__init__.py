@@ -1,0 +1,21 @@
+"""Reference trainers for agentenvs: GiGPO, GRPO/RLOO, MT-GRPO, PPO/MT-PPO, SWEET-RL.
+
+==========================  ===================================================
+module                      what it holds
+==========================  ===================================================
+``advantages``              the estimators, pure numpy, formula in each docstring
+``losses``                  PPO-clip, KL, value, Bradley–Terry and DPO losses (torch)
+``prompts``                 per-family prompt templates (history window, actions)
+``policy``                  samplers: transformers ``generate``; vLLM when installed
+``rollout``                 multi-turn rollouts over ``agentenvs.vector`` groups
+``metrics``                 per-iteration JSONL metrics and the ``plot`` command
+``trainers.critic_free``    GiGPO / GRPO / RLOO / MT-GRPO
+``trainers.ppo``            MT-PPO / PPO-OR / PPO-MR (value head, token GAE)
+``trainers.sweet_rl``       SWEET-RL (asymmetric critic, DPO actor)
+``verl``                    the same estimators and episodes on verl (multi-GPU)
+``experiments``             the CPU learning experiment (GRPO vs GiGPO)
+==========================  ===================================================
+
+agentenvs never imports this package; it needs the ``train`` extra (torch,
+transformers, pyyaml; matplotlib for plots).
+"""

@@ -1,0 +1,1 @@
+"""Experiments that rerun in minutes on a CPU."""

@@ -1,0 +1,1 @@
+"""Trainers, one algorithm per module; ``common`` holds what they share."""

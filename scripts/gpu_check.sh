@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Short device check: one GiGPO iteration with a randomly initialised model of a real size
+# (default Qwen2.5-1.5B's architecture) on Sokoban, 8 tasks x 8 copies, on the first GPU.
+# Prints the tokens generated per second and the generation / env / advantage / update split.
+#   scripts/gpu_check.sh [PRESET] [--set key=value ...]      PRESET: qwen2.5-0.5b | qwen2.5-1.5b | qwen2.5-7b
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset="${1:-qwen2.5-1.5b}"
+shift || true
+out="${GPU_CHECK_OUT:-$(mktemp -d)}/gpu_check"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv
+python -c "import torch; assert torch.cuda.is_available(), 'no CUDA device visible to torch'; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+python -m baselines.trainers.critic_free --config baselines/configs/gpu_check.yaml \
+    --set "model=random:${preset}" --set "out_dir=${out}" "$@"
+python - "${out}/metrics.jsonl" <<'PY'
+import json, sys
+record = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+total = sum(record[k] for k in ("time/generation_s", "time/env_s", "time/advantage_s", "time/update_s"))
+print(f"episodes {record['episodes']:.0f}  turns/episode {record['turns']:.2f}  response tokens/turn {record['response_tokens']:.1f}")
+print(f"generation {record['tokens_per_s']:.0f} tokens/s")
+for key in ("time/generation_s", "time/env_s", "time/advantage_s", "time/update_s"):
+    print(f"{key:18s} {record[key]:8.2f} s  ({100 * record[key] / total:5.1f}%)")
+print(f"anchor groups {record['anchor/groups']:.0f}, singleton share {record['anchor/singleton_share']:.2f}")
+PY
