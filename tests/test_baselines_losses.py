@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from baselines.losses import (  # noqa: E402
+from baselines.losses import (
     bradley_terry_loss,
     dpo_loss,
     entropy_from_logits,

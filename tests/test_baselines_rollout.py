@@ -9,13 +9,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-import agentenvs  # noqa: E402,F401
-from agentenvs.vector import GroupedVectorEnv  # noqa: E402
-from baselines.policy import TransformersPolicy  # noqa: E402
-from baselines.prompts import HistoryEntry, PromptTemplate, family_of  # noqa: E402
-from baselines.rollout import PromptEncoder, RolloutEngine  # noqa: E402
-from baselines.tiny import bpe_tokenizer, random_causal_lm  # noqa: E402
-from baselines.trainers.common import Sample, collate, sequence_logprobs  # noqa: E402
+import agentenvs  # noqa: F401
+from agentenvs.vector import GroupedVectorEnv
+from baselines.policy import TransformersPolicy
+from baselines.prompts import HistoryEntry, PromptTemplate, family_of
+from baselines.rollout import PromptEncoder, RolloutEngine
+from baselines.tiny import bpe_tokenizer, random_causal_lm
+from baselines.trainers.common import Sample, collate, sequence_logprobs
 
 ENV_ID = "agentenvs/Sokoban-Verl-v0"
 ENV_KWARGS = {"dim_room": (5, 5), "min_solution_length": 3, "max_turns": 4}

@@ -11,11 +11,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from baselines.metrics import main as metrics_main  # noqa: E402
-from baselines.metrics import read_jsonl  # noqa: E402
-from baselines.rollout import PromptEncoder, Trajectory, Turn  # noqa: E402
-from baselines.trainers import critic_free, ppo, sweet_rl  # noqa: E402
-from baselines.trainers.common import TrainConfig, build_model, frozen_copy, load_config, make_template  # noqa: E402
+from baselines.metrics import main as metrics_main
+from baselines.metrics import read_jsonl
+from baselines.rollout import PromptEncoder, Trajectory, Turn
+from baselines.trainers import critic_free, ppo, sweet_rl
+from baselines.trainers.common import TrainConfig, build_model, frozen_copy, load_config, make_template
 
 TINY = {
     "env_id": "agentenvs/Sokoban-Verl-v0",

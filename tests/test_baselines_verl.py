@@ -11,13 +11,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from baselines.advantages import gigpo_advantages, grpo_advantages, mt_grpo_advantages  # noqa: E402
-from baselines.policy import TransformersPolicy  # noqa: E402
-from baselines.prompts import PromptTemplate  # noqa: E402
-from baselines.tiny import bpe_tokenizer, random_causal_lm  # noqa: E402
-from baselines.verl import ESTIMATOR_NAMES, verl_available  # noqa: E402
-from baselines.verl.agent_loop import play_episode, task_rows  # noqa: E402
-from baselines.verl.estimators import make_estimators, turn_spans  # noqa: E402
+from baselines.advantages import gigpo_advantages, grpo_advantages, mt_grpo_advantages
+from baselines.policy import TransformersPolicy
+from baselines.prompts import PromptTemplate
+from baselines.tiny import bpe_tokenizer, random_causal_lm
+from baselines.verl import ESTIMATOR_NAMES, verl_available
+from baselines.verl.agent_loop import play_episode, task_rows
+from baselines.verl.estimators import make_estimators, turn_spans
 
 ENV_ID = "agentenvs/Sokoban-Verl-v0"
 ENV_KWARGS = {"dim_room": (5, 5), "min_solution_length": 3, "max_turns": 4}

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from contract_driver import NOISE, choose_response, contract_ids, rollouts
 from gymnasium.utils.env_checker import check_env
 
 import agentenvs
 from agentenvs.core import derive_rng
 from agentenvs.core.env import TURN_COMPONENTS
-from contract_driver import NOISE, choose_response, contract_ids, rollouts
 
 ALL_IDS = agentenvs.ENV_IDS
 HEAVY_IDS = contract_ids()

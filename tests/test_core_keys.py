@@ -23,7 +23,7 @@ SAMPLE = {
 PROBE = (
     "import json, numpy as np\n"
     "from agentenvs.core import stable_digest, derive_seed, text_key\n"
-    f"sample = {{'goal': 'craft oak planks', 'inventory': {{'oak log': 2, 'stick': 1}},"
+    "sample = {'goal': 'craft oak planks', 'inventory': {'oak log': 2, 'stick': 1},"
     " 'opened': frozenset({'drawer 1', 'fridge 1', 'cabinet 3'}), 'boxes': [(1, 2), (3, 4)],"
     " 'grid': np.arange(12, dtype=np.uint8).reshape(3, 4), 'flags': (True, False, None, 0.25, -0.0)}\n"
     "print(json.dumps([stable_digest(sample), derive_seed('sokoban', 'test', 7), text_key(' a\\n b ')]))\n"

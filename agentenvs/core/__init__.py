@@ -2,7 +2,14 @@
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
-from agentenvs.core.keys import canonical_bytes, derive_rng, derive_seed, normalize_text, stable_digest, text_key
+from agentenvs.core.keys import (
+    canonical_bytes,
+    derive_rng,
+    derive_seed,
+    normalize_text,
+    stable_digest,
+    text_key,
+)
 from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text
 from agentenvs.core.registration import NAMESPACE, EnvEntry
 from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_rng, derive_seed
+from agentenvs.vector import GroupedVectorEnv
 from baselines.losses import entropy_from_logits, kl_penalty, masked_mean, ppo_clip_loss, token_logprobs
 from baselines.policy import PolicyBackend, TransformersPolicy, VLLMPolicy
 from baselines.prompts import PromptTemplate
@@ -581,3 +582,23 @@ def prepare_run(config: TrainConfig, resume: bool) -> Path:
         json.dumps(dataclasses.asdict(config), indent=2, sort_keys=True), encoding="utf-8"
     )
     return out
+
+
+def load_policy(config: TrainConfig, out: Path, resume: bool) -> tuple[PromptTemplate, Any, Any]:
+    """The prompt template, policy model and tokenizer of a run (the tokenizer kept in ``out``)."""
+    template = make_template(config)
+    model, tokenizer = build_model(config, template, saved_tokenizer=out / "tokenizer" if resume else None)
+    if builds_tokenizer(config):
+        tokenizer.save_pretrained(str(out / "tokenizer"))
+    return template, model, tokenizer
+
+
+def make_vector_env(config: TrainConfig) -> GroupedVectorEnv:
+    """The grouped rollout envs of a run: ``num_groups`` tasks × ``group_size`` copies."""
+    return GroupedVectorEnv(
+        config.env_id,
+        num_groups=config.num_groups,
+        group_size=config.group_size,
+        backend=config.vector_backend,
+        env_kwargs=config.env_kwargs,
+    )

@@ -40,7 +40,6 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_seed
-from agentenvs.vector import GroupedVectorEnv
 from baselines.advantages import (
     gigpo_advantages,
     grpo_advantages,
@@ -52,15 +51,14 @@ from baselines.metrics import MetricsWriter, anchor_metrics, rollout_metrics
 from baselines.rollout import Trajectory
 from baselines.trainers.common import (
     TrainConfig,
-    build_model,
     build_samples,
-    builds_tokenizer,
     frozen_copy,
     iteration_tasks,
     load_checkpoint,
+    load_policy,
     make_engine,
     make_sampler,
-    make_template,
+    make_vector_env,
     parse_args,
     ppo_update,
     prepare_run,
@@ -118,23 +116,14 @@ def turn_advantages(
 def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
     """Run ``config.iterations`` iterations (continuing a checkpoint when ``resume``); the metrics records."""
     out = prepare_run(config, resume)
-    template = make_template(config)
-    model, tokenizer = build_model(config, template, saved_tokenizer=out / "tokenizer" if resume else None)
-    if builds_tokenizer(config):
-        tokenizer.save_pretrained(str(out / "tokenizer"))
+    template, model, tokenizer = load_policy(config, out, resume)
     reference = frozen_copy(model) if config.kl_coef else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     start = load_checkpoint(out, {"policy": model}, {"policy": optimizer}) if resume else 0
     writer = MetricsWriter(out / "metrics.jsonl")
     writer.truncate_after(start - 1)
 
-    vec = GroupedVectorEnv(
-        config.env_id,
-        num_groups=config.num_groups,
-        group_size=config.group_size,
-        backend=config.vector_backend,
-        env_kwargs=config.env_kwargs,
-    )
+    vec = make_vector_env(config)
     sampler = make_sampler(config, model, tokenizer)
     allowed = sampling_vocabulary(config, tokenizer)
     engine = make_engine(config, vec, sampler, tokenizer, template)

@@ -38,23 +38,21 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_rng, derive_seed
-from agentenvs.vector import GroupedVectorEnv
 from baselines.advantages import gae, turn_end_rewards
 from baselines.losses import value_loss
 from baselines.metrics import MetricsWriter, anchor_metrics, rollout_metrics
 from baselines.trainers.common import (
     Sample,
     TrainConfig,
-    build_model,
     build_samples,
-    builds_tokenizer,
     collate,
     frozen_copy,
     iteration_tasks,
     load_checkpoint,
+    load_policy,
     make_engine,
     make_sampler,
-    make_template,
+    make_vector_env,
     micro_batches,
     parse_args,
     ppo_update,
@@ -172,10 +170,7 @@ def critic_update(
 def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
     """Run PPO / MT-PPO for ``config.iterations`` iterations; the metrics records."""
     out = prepare_run(config, resume)
-    template = make_template(config)
-    model, tokenizer = build_model(config, template, saved_tokenizer=out / "tokenizer" if resume else None)
-    if builds_tokenizer(config):
-        tokenizer.save_pretrained(str(out / "tokenizer"))
+    template, model, tokenizer = load_policy(config, out, resume)
     critic = ValueModel(copy.deepcopy(model)).to(config.device)
     reference = frozen_copy(model) if config.kl_coef else None
     actor_optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -188,13 +183,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
     writer = MetricsWriter(out / "metrics.jsonl")
     writer.truncate_after(start - 1)
 
-    vec = GroupedVectorEnv(
-        config.env_id,
-        num_groups=config.num_groups,
-        group_size=config.group_size,
-        backend=config.vector_backend,
-        env_kwargs=config.env_kwargs,
-    )
+    vec = make_vector_env(config)
     sampler = make_sampler(config, model, tokenizer)
     allowed = sampling_vocabulary(config, tokenizer)
     engine = make_engine(config, vec, sampler, tokenizer, template)

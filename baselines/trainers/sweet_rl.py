@@ -41,7 +41,6 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_rng, derive_seed
-from agentenvs.vector import GroupedVectorEnv
 from baselines.advantages import ranked_candidate_pairs, sweet_preference_pairs
 from baselines.losses import bradley_terry_loss, dpo_loss, sweet_turn_advantage
 from baselines.metrics import MetricsWriter, rollout_metrics
@@ -49,15 +48,14 @@ from baselines.rollout import PromptEncoder, Trajectory, Turn
 from baselines.trainers.common import (
     Sample,
     TrainConfig,
-    build_model,
-    builds_tokenizer,
     collate,
     frozen_copy,
     iteration_tasks,
     load_checkpoint,
+    load_policy,
     make_engine,
     make_sampler,
-    make_template,
+    make_vector_env,
     micro_batches,
     parse_args,
     prepare_run,
@@ -158,10 +156,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
             "SWEET-RL trains on turn prefixes: use context='window' (with a long history_window)"
         )
     out = prepare_run(config, resume)
-    template = make_template(config)
-    model, tokenizer = build_model(config, template, saved_tokenizer=out / "tokenizer" if resume else None)
-    if builds_tokenizer(config):
-        tokenizer.save_pretrained(str(out / "tokenizer"))
+    template, model, tokenizer = load_policy(config, out, resume)
     reference = frozen_copy(model)
     critic = copy.deepcopy(model)
     actor_optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -174,13 +169,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
     writer = MetricsWriter(out / "metrics.jsonl")
     writer.truncate_after(start - 1)
 
-    vec = GroupedVectorEnv(
-        config.env_id,
-        num_groups=config.num_groups,
-        group_size=config.group_size,
-        backend=config.vector_backend,
-        env_kwargs=config.env_kwargs,
-    )
+    vec = make_vector_env(config)
     sampler = make_sampler(config, model, tokenizer)
     engine = make_engine(config, vec, sampler, tokenizer, template)
     encoder = PromptEncoder(tokenizer)
