@@ -1,0 +1,206 @@
+"""``agentenvs/ALFWorld-v0``: household tasks in text, ALFWorld's games on a native engine.
+
+The agent reads what ALFWorld's TextWorld engine would print and answers with
+one text command per turn. The engine (:mod:`agentenvs.alfworld.world`)
+implements the ``alfred.pddl`` domain and the ``alfred.twl2`` sentences and
+is checked turn by turn against TextWorld (observations, admissible
+commands, score, won).
+
+=====================  =========================================================
+Observation            ALFWorld's text: the intro (banner, room overview, "Your
+                       task is to: ...") after reset, then the command's
+                       feedback; "Nothing happens." after an inadmissible
+                       command, as ALFWorld prints it
+Action                 one command, bare or as ``<think>...</think><action>go to
+                       fridge 1</action>``; admissible commands are listed in
+                       ``info["admissible_actions"]`` (sorted, with ``help``)
+Task source            games generated from the ``alfworld`` package's floor
+                       plans, object tables and goal library (3,553 / 140 / 134,
+                       ids ``train-0000`` ...); with ``data_dir=`` (or
+                       ``$AGENTENVS_DATA/alfworld``) the official ``json_2.1.1``
+                       games (``game.tw-pddl``)
+``outcome``            1 on the turn the PDDL goal first holds (the episode then
+                       ends); weight 10, as verl-agent's 10 x won
+``progress``           potential-based: Φ = share of the task type's subgoals
+                       done (object seen, taken, heated/cooled/cleaned, placed;
+                       lamp on), Φ = 1 at the goal; pays Φ(s') − Φ(s); weight 1
+``invalid_action``     1 for an inadmissible or unreadable command (the world is
+                       unchanged); weight −0.1
+``format``             1 for a well-formed ``<action>`` response; weight 0 (not
+                       potential-based: it pays every turn, so it is off unless
+                       a trainer wants it)
+Termination            the goal holds (``success``; ``score`` = 1.0, ALFWorld's
+                       won)
+Truncation             50 turns
+State key              every fact that can change (agent location, held object,
+                       each object's receptacles, location and hot/cool/clean/
+                       sliced/on states, opened receptacles, the "taken out of"
+                       marks the text can show), the game's static facts and the
+                       goal
+=====================  =========================================================
+
+The obs key merges states that ALFWorld prints identically ("Nothing
+happens.", "You arrive at cabinet 1. The cabinet 1 is closed." whatever the
+rest of the room holds); ``benchmarks/bench_alfworld.py`` publishes how often
+obs-key groups mix different state keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentenvs.alfworld import text
+from agentenvs.alfworld.expert import AlfworldExpert, GoalTargets, goal_targets
+from agentenvs.alfworld.generator import Game, GeneratedGames
+from agentenvs.alfworld.official import OfficialGames
+from agentenvs.alfworld.pddl import format_formula
+from agentenvs.alfworld.world import AlfredWorld
+from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome, TaskSource, stable_digest
+
+INADMISSIBLE = "the command is not admissible here"
+
+
+def default_task_source(data_dir: str | os.PathLike[str] | None) -> TaskSource[Game]:
+    """Official games under ``data_dir`` (or ``$AGENTENVS_DATA/alfworld``), else generated ones."""
+    if data_dir is None and os.environ.get("AGENTENVS_DATA"):
+        candidate = Path(os.environ["AGENTENVS_DATA"]) / "alfworld"
+        if candidate.is_dir():
+            data_dir = candidate
+    return GeneratedGames() if data_dir is None else OfficialGames(data_dir)
+
+
+class ALFWorldEnv(AgentEnv[Game, str]):
+    """ALFWorld (see the module docstring for the observation/action/reward table).
+
+    Args:
+        split: ``"train"``, ``"valid"`` or ``"test"``.
+        data_dir: an official ALFWorld data folder (holding ``json_2.1.1``).
+        task_source: any source of :class:`Game` (overrides ``data_dir``).
+        max_turns, reward_weights, protocol, render_mode: see :class:`AgentEnv`.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {
+        "outcome": 10.0,
+        "progress": 1.0,
+        "invalid_action": -0.1,
+        "format": 0.0,
+    }
+    default_max_turns: ClassVar[int] = 50
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        split: str = "train",
+        *,
+        data_dir: str | os.PathLike[str] | None = None,
+        task_source: TaskSource[Game] | None = None,
+        max_turns: int | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        protocol: ActionProtocol | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        source = task_source if task_source is not None else default_task_source(data_dir)
+        super().__init__(
+            source,
+            split=split,
+            max_turns=max_turns,
+            reward_weights=reward_weights,
+            protocol=protocol,
+            render_mode=render_mode,
+        )
+        self.world: AlfredWorld | None = None
+        self.game: Game | None = None
+        self._targets: GoalTargets | None = None
+        self._static_key = ""
+
+    # ------------------------------------------------------------ world hooks
+    def _start(self, task: Game) -> None:
+        self.game = task
+        self.world = AlfredWorld(task.problem, task.goal_text)
+        self._targets = goal_targets(self.world.goal)
+        self._static_key = stable_digest(sorted(self.world.static_facts()))
+
+    def _parse_action(self, action: str) -> str:
+        command = action.strip()
+        if command not in self.world.commands():
+            raise InvalidAction(INADMISSIBLE)
+        return command
+
+    def _apply(self, primitive: str) -> StepOutcome:
+        feedback = self.world.step(primitive).feedback
+        won = self.world.goal_reached()
+        return StepOutcome(feedback=feedback, components={"outcome": 1.0 if won else 0.0}, terminated=won)
+
+    def _observation_text(self) -> str:
+        return self.world.look()
+
+    def _reset_observation(self) -> str:
+        return self.world.intro()
+
+    def _invalid_observation(self, error: str) -> str:
+        if error == INADMISSIBLE:
+            return text.NOTHING_HAPPENS
+        return super()._invalid_observation(error)
+
+    def _state_key_data(self) -> Any:
+        return {"world": self.world.key_data(), "static": self._static_key}
+
+    def _is_success(self) -> bool:
+        return self.world.goal_reached()
+
+    def _potentials(self) -> Mapping[str, float]:
+        return {"progress": progress_potential(self.world, self._targets)}
+
+    def _privileged(self) -> Mapping[str, Any]:
+        return {
+            "game": self.game.name,
+            "task_type": self.game.task_type,
+            "goal_pddl": format_formula(self.world.goal),
+        }
+
+    def admissible_actions(self) -> list[str]:
+        return self.world.admissible_commands()
+
+    def action_help(self) -> str:
+        return "Send one admissible command, e.g. 'look' or 'go to countertop 1'; 'help' lists the command forms."
+
+    def expert(self) -> AlfworldExpert:
+        return AlfworldExpert(self)
+
+
+def progress_potential(world: AlfredWorld, targets: GoalTargets) -> float:
+    """Φ: the share of the task's subgoals done, 1.0 exactly when the goal holds.
+
+    Stages per target object: seen (in an open receptacle where the agent
+    stands), taken, transformed (heat/cool/clean tasks), placed in a
+    receptacle of the goal's type (for ``look_at_obj_in_light``: the lamp on,
+    which is the goal). Two-object tasks count the two most advanced objects.
+    """
+    if world.goal_reached():
+        return 1.0
+    stages = 3 + (targets.state is not None)
+    here = world.location
+
+    def level(obj: str) -> int:
+        ready = targets.state is None or world.has(targets.state, obj)
+        receptacles = world.receptacles_of(obj)
+        if (
+            targets.receptacle_type
+            and ready
+            and any(world.receptacle_type.get(r) == targets.receptacle_type for r in receptacles)
+        ):
+            return stages
+        if obj in world.held:
+            return 2 + (targets.state is not None and ready)
+        seen = any(here in world.receptacle_locations.get(r, ()) and world.is_open(r) for r in receptacles)
+        return int(seen)
+
+    levels = sorted(
+        (level(o) for o, kind in world.object_type.items() if kind == targets.object_type), reverse=True
+    )
+    best = levels[: targets.count] + [0] * (targets.count - len(levels))
+    done = min(sum(best), stages * targets.count - 1)
+    return done / (stages * targets.count)
