@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agentenvs.alfworld.generator import TASK_TYPES, Game
 from agentenvs.alfworld.pddl import PddlError
-from agentenvs.core import TaskSource, UnknownTaskError
+from agentenvs.core import IdListTaskSource, UnknownTaskError
 
 SPLIT_FOLDERS = {"train": "train", "valid": "valid_seen", "test": "valid_unseen"}
 GAME_FILE = "game.tw-pddl"
@@ -51,7 +51,7 @@ def read_game(path: str | os.PathLike[str], name: str) -> Game:
     return Game.from_text(name, name.split("-", 1)[0], goal_text_of(data["grammar"]), data["pddl_problem"])
 
 
-class OfficialGames(TaskSource[Game]):
+class OfficialGames(IdListTaskSource[Game]):
     """The solvable games of an ALFWorld data folder (``data_dir`` or its ``json_2.1.1``)."""
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
@@ -61,9 +61,7 @@ class OfficialGames(TaskSource[Game]):
         if not root.is_dir():
             raise FileNotFoundError(f"no ALFWorld data at {data_dir} (expected a json_2.1.1 folder)")
         self.root = root
-        self._ids: dict[str, list[str]] = {
-            split: self._scan(folder) for split, folder in SPLIT_FOLDERS.items()
-        }
+        super().__init__({split: self._scan(folder) for split, folder in SPLIT_FOLDERS.items()})
 
     def _scan(self, folder: str) -> list[str]:
         ids = []
@@ -74,14 +72,6 @@ class OfficialGames(TaskSource[Game]):
                 if json.load(handle).get("solvable", False):
                     ids.append(game_file.parent.relative_to(self.root).as_posix())
         return ids
-
-    def size(self, split: str) -> int:
-        self.check_split(split)
-        return len(self._ids[split])
-
-    def task_id(self, split: str, index: int) -> str:
-        self.check_split(split)
-        return self._ids[split][index]
 
     def load(self, task_id: str) -> Game:
         parts = task_id.split("/")

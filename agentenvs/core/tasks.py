@@ -58,23 +58,20 @@ class TaskSource(ABC, Generic[Task]):
         return [self.task_id(split, i) for i in range(self.size(split))]
 
 
-class ListTaskSource(TaskSource[Task]):
-    """Tasks held in memory: ``{split: [(task_id, task), ...]}``.
+class IdListTaskSource(TaskSource[Task]):
+    """Splits held as in-memory lists of ids; subclasses implement ``load``.
 
     Raises ``ValueError`` if an id appears twice or in two splits.
     """
 
-    def __init__(self, splits: Mapping[str, Sequence[tuple[str, Task]]]) -> None:
-        self._ids: dict[str, list[str]] = {}
-        self._tasks: dict[str, Task] = {}
-        for split, entries in splits.items():
-            ids = []
-            for task_id, task in entries:
-                if task_id in self._tasks:
+    def __init__(self, ids: Mapping[str, Sequence[str]]) -> None:
+        self._ids: dict[str, list[str]] = {split: list(split_ids) for split, split_ids in ids.items()}
+        seen: set[str] = set()
+        for split_ids in self._ids.values():
+            for task_id in split_ids:
+                if task_id in seen:
                     raise ValueError(f"task id {task_id!r} appears twice")
-                self._tasks[task_id] = task
-                ids.append(task_id)
-            self._ids[split] = ids
+                seen.add(task_id)
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -87,6 +84,16 @@ class ListTaskSource(TaskSource[Task]):
     def task_id(self, split: str, index: int) -> str:
         self.check_split(split)
         return self._ids[split][index]
+
+
+class ListTaskSource(IdListTaskSource[Task]):
+    """Tasks held in memory: ``{split: [(task_id, task), ...]}``."""
+
+    def __init__(self, splits: Mapping[str, Sequence[tuple[str, Task]]]) -> None:
+        super().__init__({split: [task_id for task_id, _ in entries] for split, entries in splits.items()})
+        self._tasks: dict[str, Task] = {
+            task_id: task for entries in splits.values() for task_id, task in entries
+        }
 
     def load(self, task_id: str) -> Task:
         try:
