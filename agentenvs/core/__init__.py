@@ -13,7 +13,14 @@ from agentenvs.core.keys import (
 from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text
 from agentenvs.core.registration import NAMESPACE, EnvEntry
 from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space
-from agentenvs.core.tasks import SPLITS, IdListTaskSource, ListTaskSource, TaskSource, UnknownTaskError, split_of_content
+from agentenvs.core.tasks import (
+    SPLITS,
+    IdListTaskSource,
+    ListTaskSource,
+    TaskSource,
+    UnknownTaskError,
+    split_of_content,
+)
 
 __all__ = [
     "NAMESPACE",

@@ -112,7 +112,9 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         self.task_source = task_source
         self.split = split
         self.reward_weights = resolve_weights(self.default_reward_weights, reward_weights)
@@ -202,7 +204,9 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         raise NotImplementedError(f"{type(self).__name__} ships no expert")
 
     # --------------------------------------------------------------- contract
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
         task_id = options.pop("task_id", None)
@@ -250,7 +254,9 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
                 step_components = dict(outcome.components)
                 potentials = self._potentials()
                 for name, value in potentials.items():
-                    step_components[name] = step_components.get(name, 0.0) + value - self._potential_values[name]
+                    step_components[name] = (
+                        step_components.get(name, 0.0) + value - self._potential_values[name]
+                    )
                 self._potential_values = potentials
                 before, self._state_key = self._state_key, self._compute_state_key()
                 for name, value in step_components.items():
@@ -324,4 +330,3 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             info["success"] = bool(self._is_success())
             info["score"] = float(self._score())
         return info
-

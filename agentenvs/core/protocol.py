@@ -159,9 +159,7 @@ class ActionProtocol:
         if not content:
             return ParsedResponse((), False, "empty action", think)
         if len(content) > self.max_action_chars:
-            return ParsedResponse(
-                (), False, f"action longer than {self.max_action_chars} characters", think
-            )
+            return ParsedResponse((), False, f"action longer than {self.max_action_chars} characters", think)
         if self.separator:
             actions = tuple(part.strip() for part in content.split(self.separator) if part.strip())
         else:
