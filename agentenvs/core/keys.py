@@ -27,13 +27,11 @@ numpy array           ``a<dtype>;<shape>;<len>:<C-order bytes>``
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import numpy as np
 
 DIGEST_SIZE = 16  # bytes; keys are 32 hex characters
-_WHITESPACE = re.compile(r"\s+")
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -144,8 +142,8 @@ def stable_digest(value: Any) -> str:
 
 
 def normalize_text(text: str) -> str:
-    """Observation normalization used by ``obs_key``: strip, collapse whitespace runs."""
-    return _WHITESPACE.sub(" ", text).strip()
+    """Observation normalization used by ``obs_key``: strip, collapse whitespace runs to one space."""
+    return " ".join(text.split())
 
 
 def text_key(text: str) -> str:
