@@ -156,3 +156,11 @@ def test_fuzzed_responses_never_raise_and_invalid_turns_change_nothing(env_id):
             seed += 1
             _, info = env.reset(seed=seed)
     assert invalid > 1000
+
+
+def test_readme_table_documents_every_main_env():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    table = [line for line in readme.splitlines() if line.startswith("| `agentenvs/")]
+    for entry in agentenvs.ENV_ENTRIES:
+        if entry.variant_of is None:
+            assert any(f"`{entry.env_id}`" in row for row in table), f"README table lacks {entry.env_id}"
