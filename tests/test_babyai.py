@@ -395,10 +395,10 @@ def test_rollouts_identical_in_a_fresh_process():
 
 
 # ------------------------------------------------------------------- expert
-def test_expert_solves_the_default_mix_test_split():
-    env = gym.make("agentenvs/BabyAI-v0", split="test").unwrapped
+def expert_successes(env, seeds) -> int:
+    """Episodes the expert solves, one per seed."""
     solved = 0
-    for seed in range(50):
+    for seed in seeds:
         obs, info = env.reset(seed=seed)
         expert = env.expert()
         while True:
@@ -406,6 +406,12 @@ def test_expert_solves_the_default_mix_test_split():
             if terminated or truncated:
                 break
         solved += info["success"]
+    return solved
+
+
+def test_expert_solves_the_default_mix_test_split():
+    env = gym.make("agentenvs/BabyAI-v0", split="test").unwrapped
+    solved = expert_successes(env, range(50))
     assert solved >= 48
 
 
@@ -439,16 +445,7 @@ EXPERT_UNRELIABLE = BOT_FAILING_LEVELS | {
 @pytest.mark.parametrize("level", LEVELS)
 def test_expert_on_every_level(level):
     """Solves the levels the bot handles; elsewhere, ends every episode without raising."""
-    env = BabyAIEnv(level, split="test")
-    solved = 0
-    for seed in range(5):
-        obs, info = env.reset(seed=seed)
-        expert = env.expert()
-        while True:
-            obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
-            if terminated or truncated:
-                break
-        solved += info["success"]
+    solved = expert_successes(BabyAIEnv(level, split="test"), range(5))
     if level not in EXPERT_UNRELIABLE:
         assert solved == 5
 
@@ -456,13 +453,5 @@ def test_expert_on_every_level(level):
 @pytest.mark.slow
 def test_expert_success_on_500_mix_tasks():
     env = gym.make("agentenvs/BabyAI-v0", split="test").unwrapped
-    solved = 0
-    for seed in range(500):
-        obs, info = env.reset(seed=seed)
-        expert = env.expert()
-        while True:
-            obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
-            if terminated or truncated:
-                break
-        solved += info["success"]
+    solved = expert_successes(env, range(500))
     assert solved >= 475
