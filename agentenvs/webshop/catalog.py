@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -97,6 +97,28 @@ class Goal:
     query: str
     category: str
     product_category: str
+
+    @classmethod
+    def for_product(
+        cls,
+        product: Product,
+        instruction_text: str,
+        attributes: Sequence[str],
+        goal_options: Sequence[Any],
+        price_upper: float,
+    ) -> Goal:
+        """A goal whose target is ``product`` (name, query and categories taken from it)."""
+        return cls(
+            asin=product.asin,
+            instruction_text=instruction_text,
+            attributes=tuple(attributes),
+            goal_options=tuple(goal_options),
+            price_upper=price_upper,
+            name=product.title,
+            query=product.query,
+            category=product.category,
+            product_category=product.product_category,
+        )
 
     def to_record(self) -> list[Any]:
         options = [list(o) if isinstance(o, tuple) else o for o in self.goal_options]

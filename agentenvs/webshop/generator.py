@@ -375,16 +375,12 @@ def generated_goal(product: Product, note: dict[str, Any]) -> Goal:
         for name in sorted(options)
     )
     upper, price_text = price_cap(product.price, product.asin)
-    return Goal(
-        asin=product.asin,
-        instruction_text=synthetic_goal_text(note["instruction"], pairs, price_text),
-        attributes=tuple(note["instruction_attributes"]),
-        goal_options=pairs,
-        price_upper=upper,
-        name=product.title,
-        query=product.query,
-        category=product.category,
-        product_category=product.product_category,
+    return Goal.for_product(
+        product,
+        synthetic_goal_text(note["instruction"], pairs, price_text),
+        note["instruction_attributes"],
+        pairs,
+        upper,
     )
 
 

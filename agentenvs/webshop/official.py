@@ -151,16 +151,8 @@ def synthetic_goals(product: Product, instruction: str, instruction_attributes: 
     for combination in itertools.product(*(options[name] for name in names)):
         pairs = tuple(zip(names, combination))
         goals.append(
-            Goal(
-                asin=product.asin,
-                instruction_text=synthetic_goal_text(instruction, pairs, price_text),
-                attributes=tuple(instruction_attributes),
-                goal_options=pairs,
-                price_upper=upper,
-                name=product.title,
-                query=product.query,
-                category=product.category,
-                product_category=product.product_category,
+            Goal.for_product(
+                product, synthetic_goal_text(instruction, pairs, price_text), instruction_attributes, pairs, upper
             )
         )
     return goals
@@ -174,16 +166,12 @@ def human_goals(product: Product, annotations: Sequence[Mapping[str, Any]]) -> l
             continue
         upper, price_text = price_cap(product.price, product.asin, index)
         goals.append(
-            Goal(
-                asin=product.asin,
-                instruction_text=note["instruction"].strip(".") + price_text,
-                attributes=tuple(attributes),
-                goal_options=tuple(note.get("instruction_options") or ()),
-                price_upper=upper,
-                name=product.title,
-                query=product.query,
-                category=product.category,
-                product_category=product.product_category,
+            Goal.for_product(
+                product,
+                note["instruction"].strip(".") + price_text,
+                attributes,
+                note.get("instruction_options") or (),
+                upper,
             )
         )
     return goals
