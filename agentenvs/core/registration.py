@@ -62,10 +62,3 @@ def register_all() -> list[EnvEntry]:
             gym.register(id=entry.env_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs))
     return entries
 
-
-def find_entry(env_id: str) -> EnvEntry:
-    """The entry of ``env_id``; ``KeyError`` with the known ids otherwise."""
-    for entry in discover():
-        if entry.env_id == env_id:
-            return entry
-    raise KeyError(f"unknown env id {env_id!r}; run `agentenvs list` for the ids")
