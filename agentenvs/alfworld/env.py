@@ -121,7 +121,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.game = task
         self.world = AlfredWorld(task.problem, task.goal_text)
         self._targets = goal_targets(self.world.goal)
-        self._static_key = stable_digest(sorted(self.world.static_facts()))
+        self._static_key = stable_digest(self.world.static_facts())
 
     def _parse_action(self, action: str) -> str:
         command = action.strip()

@@ -106,7 +106,6 @@ class AlfredWorld:
         static: dict[str, set[tuple[str, ...]]] = defaultdict(set)
         for fact in problem.init:
             static[fact[0]].add(fact[1:])
-        self._static = static
         self.names = text.demangled_names(arg for fact in problem.init for arg in fact[1:])
         self.receptacle_locations: dict[str, list[str]] = defaultdict(list)
         self.location_receptacles: dict[str, list[str]] = defaultdict(list)
