@@ -87,10 +87,6 @@ class Room:
             for c in range(self.height * self.width)
         )
 
-    def floor_cells(self) -> list[int]:
-        """Every cell that is not wall (targets included), ascending."""
-        return [c for c in range(self.height * self.width) if c not in self.walls]
-
 
 def move(room: Room, player: int, boxes: Boxes, direction: str) -> tuple[int, Boxes]:
     """One primitive step: the new player cell and boxes (unchanged when blocked)."""
