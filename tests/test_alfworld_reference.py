@@ -6,18 +6,22 @@ with ALFWorld's wrappers, and played by a random walk over the admissible
 commands (some turns send an inadmissible command; the walk has 0, 12 or 25
 turns) that hands over to the expert, which must then win. After every turn
 the observation, the admissible commands, the score and ``won`` must be
-identical. Skipped when TextWorld + Fast Downward are not installed
+identical. The published-format games of ``tests/test_alfworld_published.py``
+are played the same way, each as a raw 2.1.1 and as a patched 2.1.2 file,
+after scripted turns that use what differs between the versions. Skipped when TextWorld + Fast Downward are not installed
 (``scripts/install_alfworld_reference.sh``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 from test_alfworld import HAND_GOAL, HAND_PROBLEM, hand_game_file
+from test_alfworld_published import published_file, published_script, published_world
 
 from agentenvs.alfworld.expert import ExpertPlanner
 from agentenvs.alfworld.generator import TASK_TYPES, game_file, generate_game
@@ -44,8 +48,15 @@ def walk_command(world: AlfredWorld, rng) -> str:
     return pool[int(rng.integers(len(pool)))]
 
 
-def play_both(game_path: Path, world: AlfredWorld, seed: str, random_turns: int = RANDOM_TURNS) -> list[str]:
-    """``random_turns`` random turns, then the expert until the goal, in both engines; every mismatch.
+def play_both(
+    game_path: Path,
+    world: AlfredWorld,
+    seed: str,
+    random_turns: int = RANDOM_TURNS,
+    script: Sequence[str] = (),
+) -> list[str]:
+    """The ``script``'s commands, ``random_turns`` random turns, then the expert until the goal,
+    in both engines; every mismatch.
 
     One episode per game: the reference engine re-translates the whole PDDL
     task on every reset, which costs seconds on a large kitchen.
@@ -57,14 +68,20 @@ def play_both(game_path: Path, world: AlfredWorld, seed: str, random_turns: int 
         turn = reference.reset()
         command, feedback = "<reset>", world.intro()
         planner = ExpertPlanner(world)
-        for step in range(random_turns + EXPERT_TURNS + 1):
+        walk_until = len(script) + random_turns
+        for step in range(walk_until + EXPERT_TURNS + 1):
             ours = (feedback, world.admissible_commands(), float(world.goal_reached()), world.goal_reached())
             theirs = (turn.observation, turn.admissible, turn.score, turn.won)
             if ours != theirs:
                 return [f"{seed} turn {step} {command!r}: ours {ours!r} != textworld {theirs!r}"]
             if turn.won:
                 return []
-            command = walk_command(world, rng) if step < random_turns else (planner.next_command() or "look")
+            if step < len(script):
+                command = script[step]
+            elif step < walk_until:
+                command = walk_command(world, rng)
+            else:
+                command = planner.next_command() or "look"
             feedback = world.step(command).feedback
             turn = reference.step(command)
         return [f"{seed}: the expert did not reach the goal after {random_turns} random turns"]
@@ -100,6 +117,24 @@ def test_hand_game_identical_in_textworld(tmp_path):
     path = tmp_path / "game.tw-pddl"
     path.write_text(json.dumps(hand_game_file()))
     assert play_both(path, AlfredWorld(parse_problem(HAND_PROBLEM), HAND_GOAL), "hand") == []
+
+
+@pytest.mark.parametrize("version", ["2.1.1", "2.1.2"])
+@pytest.mark.parametrize("game", ["kitchen", "bedroom"])
+def test_published_format_games_identical_in_textworld(tmp_path, game, version):
+    """A raw and a patched file of each published-format game: scripted turns (help, arrivals, slicing
+    an object no receptacle holds, placing commands), then the expert, compared turn by turn."""
+    path = tmp_path / "game.tw-pddl"
+    path.write_text(json.dumps(published_file(game, version)))
+    script = published_script(game, version)
+    assert play_both(path, published_world(game, version), f"{game}-{version}", 0, script) == []
+
+
+@pytest.mark.parametrize(("game", "version"), [("kitchen", "2.1.1"), ("bedroom", "2.1.2")])
+def test_expert_alone_wins_published_format_games_in_textworld(tmp_path, game, version):
+    path = tmp_path / "game.tw-pddl"
+    path.write_text(json.dumps(published_file(game, version)))
+    assert play_both(path, published_world(game, version), f"{game}-{version}", 0) == []
 
 
 def test_generated_games_identical_in_textworld(tmp_path):

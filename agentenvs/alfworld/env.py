@@ -13,12 +13,14 @@ Observation            ALFWorld's text: the intro (banner, room overview, "Your
                        command, as ALFWorld prints it
 Action                 one command, bare or as ``<think>...</think><action>go to
                        fridge 1</action>``; admissible commands are listed in
-                       ``info["admissible_actions"]`` (sorted, with ``help``)
+                       ``info["admissible_actions"]`` (sorted; ``help`` in
+                       2.1.2 game files)
 Task source            games generated from the ``alfworld`` package's floor
                        plans, object tables and goal library (3,553 / 140 / 134,
                        ids ``train-0000`` ...); with ``data_dir=`` (or
-                       ``$AGENTENVS_DATA/alfworld``) the official ``json_2.1.1``
-                       games (``game.tw-pddl``)
+                       ``$AGENTENVS_DATA/alfworld``) the official games
+                       (``game.tw-pddl``, raw 2.1.1 or patched 2.1.2, each
+                       played as its own file version)
 ``outcome``            1 on the turn the PDDL goal first holds (the episode then
                        ends); weight 10, as verl-agent's 10 x won
 ``progress``           potential-based: Φ = share of the task type's subgoals
@@ -77,7 +79,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     Args:
         split: ``"train"``, ``"valid"`` or ``"test"``.
-        data_dir: an official ALFWorld data folder (holding ``json_2.1.1``).
+        data_dir: an official ALFWorld data folder (see :mod:`agentenvs.alfworld.official`).
         task_source: any source of :class:`Game` (overrides ``data_dir``).
         max_turns, reward_weights, protocol, render_mode: see :class:`AgentEnv`.
     """
@@ -119,7 +121,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
     # ------------------------------------------------------------ world hooks
     def _start(self, task: Game) -> None:
         self.game = task
-        self.world = AlfredWorld(task.problem, task.goal_text)
+        self.world = AlfredWorld(task.problem, task.goal_text, task.version)
         self._targets = goal_targets(self.world.goal)
         self._static_key = stable_digest(self.world.static_facts())
 
@@ -165,7 +167,10 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         return self.world.admissible_commands()
 
     def action_help(self) -> str:
-        return "Send one admissible command, e.g. 'look' or 'go to countertop 1'; 'help' lists the command forms."
+        lists_forms = (
+            "; 'help' lists the command forms" if self.world is None or self.world.version.has_help else ""
+        )
+        return f"Send one admissible command, e.g. 'look' or 'go to countertop 1'{lists_forms}."
 
     def expert(self) -> AlfworldExpert:
         return AlfworldExpert(self)

@@ -22,12 +22,48 @@ package is installed, never copied):
 A game: scene, task type, target classes, 1 to 3 copies (2 to 3 for
 ``pick_two_obj_and_place``) of each portable class the scene holds, placed in
 receptacles that may hold them (target objects away from the goal's
-receptacle type, so no game starts solved), lamps on furniture, and the agent
-at a spot away from every receptacle. Splits follow ALFWorld: ``train`` from the training
-scenes (7-30 of each room type), ``valid`` from held-out scenes 1-3 and
-``test`` from held-out scenes 4-6, so no two splits share a scene. Sizes are
-ALFWorld's: 3,553 / 140 / 134 games; game ``i`` of a split is drawn from
-``derive_rng("alfworld", split, i)`` and its id is ``{split}-{i:04d}``.
+receptacle type, so no game starts solved), lamps on furniture, the scene's
+fixtures, and the agent at a spot away from every receptacle. Splits follow
+ALFWorld: ``train`` from the training scenes (7-30 of each room type),
+``valid`` from held-out scenes 1-3 and ``test`` from held-out scenes 4-6, so
+no two splits share a scene. Sizes are ALFWorld's: 3,553 / 140 / 134 games;
+game ``i`` of a split is drawn from ``derive_rng("alfworld", split, i)`` and
+its id is ``{split}-{i:04d}``.
+
+Against ALFWorld's published problems. Their facts come from the simulator's
+scene state, written by ALFWorld's ``augment_pddl_states.py``; compared fact
+type by fact type with that layout (``tests/test_alfworld_published.py``
+writes problems in it and checks that generated games hold every fact type
+they hold), generated games now also carry what the published ones have
+beyond receptacles and their contents:
+
+- objects that no receptacle holds (``objectAtLocation`` without
+  ``inReceptacle``): every fixture class of the scene's object list (window,
+  light switch, chair, sink, stove knob, ...; not pickupable) and, with
+  probability ``LOOSE_SHARE``, each copy of a portable class beyond those the
+  task needs, on the floor; some of those are copies of the goal's class,
+  which no one can take (the published valid_unseen split holds such games);
+- an ``objectAtLocation`` that is a spot of the object's own, next to its
+  receptacle's location (probability ``OWN_SPOT_SHARE``), so locations where
+  no receptacle stands, as the published problems place each object at its
+  own nearest viewpoint;
+- ``isCool`` on the target objects that start in a fridge, ``isOn`` on
+  lamps of the goal's lamp type (half of them), ``inReceptacleObject`` for
+  objects sitting in a bowl, cup, pan, ... of the same receptacle
+  (probability ``IN_CONTAINER_SHARE``);
+- every ALFRED class declared as an object and every object and receptacle
+  type declared, whether the scene holds it or not; ``canContain`` for every
+  class of the scene's object list.
+
+What still differs: positions, poses and ids come from the layout files and
+a random draw, not from the simulator's geometry; the three shares above are
+this generator's choices (the published problems' rates are not known here);
+fixtures are never pickupable and never sit in a receptacle (published ones
+are as the simulator has them, e.g. a pickupable teddy bear on a bed);
+published problems also declare objects of classes outside ALFRED's list
+(faucets, shower heads) with no fact about them; and only the six task types
+ALFWorld plays are generated (no movable-receptacle or sliced-object tasks,
+which ALFWorld leaves out too).
 """
 
 from __future__ import annotations
@@ -83,6 +119,12 @@ LAMP_FURNITURE = (
     "ArmChair",
     "Bed",
 )
+# The generator's own shares (the published problems' rates are not known here): a portable copy the
+# task does not need lies on the floor; an object's objectAtLocation is a spot of its own rather than
+# its receptacle's location; an object sits in a bowl/cup/pan/... standing in the same receptacle.
+LOOSE_SHARE = 0.05
+OWN_SPOT_SHARE = 0.5
+IN_CONTAINER_SHARE = 0.25
 ROOM_OFFSETS = {"Kitchen": 0, "LivingRoom": 200, "Bedroom": 300, "Bathroom": 400}
 AGENT = "agent1"
 
@@ -137,17 +179,26 @@ def load_data() -> AlfworldData:
 
 @dataclass(frozen=True)
 class Game:
-    """One ALFWorld game: its PDDL problem (as text and as read) and what the task sentence says."""
+    """One ALFWorld game: its PDDL problem (as text and as read), what the task sentence says,
+    and the file version whose sentences it plays with (generated games: 2.1.2)."""
 
     name: str  # ALFRED's naming: {task_type}-{Object}-None-{Receptacle}-{scene}
     task_type: str
     goal_text: str
     problem_text: str
     problem: Problem = field(compare=False, repr=False)
+    version: text.FileVersion = text.PATCHED_2_1_2
 
     @classmethod
-    def from_text(cls, name: str, task_type: str, goal_text: str, problem_text: str) -> Game:
-        return cls(name, task_type, goal_text, problem_text, parse_problem(problem_text))
+    def from_text(
+        cls,
+        name: str,
+        task_type: str,
+        goal_text: str,
+        problem_text: str,
+        version: text.FileVersion = text.PATCHED_2_1_2,
+    ) -> Game:
+        return cls(name, task_type, goal_text, problem_text, parse_problem(problem_text), version)
 
 
 def _alfred_number(value: float) -> str:
@@ -173,26 +224,39 @@ class _Scene:
     poses: dict[str, list[float]]
     portable: list[str]  # classes the agent can carry, that some receptacle here may hold
     lamps: list[str]
+    fixtures: list[str]  # ALFRED classes here that no receptacle holds (windows, light switches, chairs, ...)
+    classes: list[str]  # every ALFRED class the scene holds
 
 
 @cache
 def _scene(number: int) -> _Scene:
     data = load_data()
     openable = json.loads((data.layouts / f"FloorPlan{number}-openable.json").read_text())
-    classes = json.loads((data.layouts / f"FloorPlan{number}-objects.json").read_text())
+    classes = set(json.loads((data.layouts / f"FloorPlan{number}-objects.json").read_text()))
+    classes &= set(data.constants["OBJECTS"])
     holds = data.constants["VAL_RECEPTACLE_OBJECTS"]
+    movable = data.constants["MOVABLE_RECEPTACLES"]
     receptacles = {rid: _receptacle_class(rid) for rid in sorted(openable)}
     receptacles = {rid: cls for rid, cls in receptacles.items() if cls in holds}
     present = set(receptacles.values())
     portable = sorted(
-        cls
-        for cls in set(classes)
-        if cls not in holds or cls in data.constants["MOVABLE_RECEPTACLES"]
-        if any(cls in holds[r] for r in present)
+        cls for cls in classes if cls not in holds or cls in movable if any(cls in holds[r] for r in present)
     )
-    lamps = sorted(cls for cls in set(classes) if cls in LAMPS)
+    lamps = sorted(cls for cls in classes if cls in LAMPS)
+    fixtures = sorted(
+        cls
+        for cls in classes
+        if (cls not in holds or cls in movable) and cls not in portable and cls not in lamps
+    )
     return _Scene(
-        number, data.room_of(number), receptacles, {r: openable[r] for r in receptacles}, portable, lamps
+        number,
+        data.room_of(number),
+        receptacles,
+        {r: openable[r] for r in receptacles},
+        portable,
+        lamps,
+        fixtures,
+        sorted(classes),
     )
 
 
@@ -247,6 +311,16 @@ def _split_scenes(data: AlfworldData, split: str) -> list[int]:
     return [n for n in data.held_out_scenes if first <= n - ROOM_OFFSETS[data.room_of(n)] <= last]
 
 
+@dataclass(frozen=True)
+class _Placed:
+    """One object of a generated game: where it lies and what it is."""
+
+    alfred_id: str
+    cls: str
+    receptacle: str | None  # None: no receptacle holds it (a fixture, or a thing on the floor)
+    location: str  # its objectAtLocation
+
+
 def _build(
     data: AlfworldData,
     scene: _Scene,
@@ -258,13 +332,23 @@ def _build(
     constants = data.constants
     holds = constants["VAL_RECEPTACLE_OBJECTS"]
     actions = constants["VAL_ACTION_OBJECTS"]
+    movable = constants["MOVABLE_RECEPTACLES"]
     receptacle_ids = sorted(scene.receptacles)
     maximum = int(constants["MAX_NUM_OF_OBJ_INSTANCES"])
+    locations = {r: _location(scene.poses[r]) for r in receptacle_ids}
 
-    placements: list[tuple[str, str, str]] = []  # (object id, class, receptacle id)
+    placed: list[_Placed] = []
     used_ids: set[str] = set()
 
-    def place(cls: str, where: list[str]) -> None:
+    def spot_near(receptacle: str) -> str:
+        """The receptacle's location, or a spot of the object's own next to it."""
+        if rng.random() >= OWN_SPOT_SHARE:
+            return locations[receptacle]
+        x, z, rotation, horizon = scene.poses[receptacle]
+        step = [(0.25, 0.0), (-0.25, 0.0), (0.0, 0.25), (0.0, -0.25)][int(rng.integers(4))]
+        return _location([x + step[0], z + step[1], rotation, horizon])
+
+    def place(cls: str, where: list[str], in_receptacle: bool = True) -> None:
         receptacle = where[int(rng.integers(len(where)))]
         x, y, z = (float(v) for v in receptacle.split("|")[1:4])
         while True:
@@ -272,46 +356,56 @@ def _build(
             if oid not in used_ids:
                 break
         used_ids.add(oid)
-        placements.append((oid, cls, receptacle))
+        placed.append(_Placed(oid, cls, receptacle if in_receptacle else None, spot_near(receptacle)))
 
     for cls in scene.portable:
         where = [r for r in receptacle_ids if cls in holds[scene.receptacles[r]]]
-        if cls == obj_class and task_type != "look_at_obj_in_light":
-            # Target objects start away from the goal's receptacles, so no game starts solved.
-            where = [r for r in where if scene.receptacles[r] != recep_class]
-        low = 2 if (task_type == "pick_two_obj_and_place" and cls == obj_class) else 1
-        for _ in range(int(rng.integers(low, maximum + 1))):
-            place(cls, where)
+        needed = 0
+        if cls == obj_class:
+            needed = 2 if task_type == "pick_two_obj_and_place" else 1
+            if task_type != "look_at_obj_in_light":
+                # Target objects start away from the goal's receptacles, so no game starts solved.
+                where = [r for r in where if scene.receptacles[r] != recep_class]
+        for copy in range(int(rng.integers(max(needed, 1), maximum + 1))):
+            # Beyond the copies the task needs, a copy may lie on the floor, out of reach.
+            on_floor = copy >= needed and rng.random() < LOOSE_SHARE
+            place(cls, receptacle_ids if on_floor else where, in_receptacle=not on_floor)
+    for cls in scene.fixtures:
+        place(cls, receptacle_ids, in_receptacle=False)
     furniture = [r for r in receptacle_ids if scene.receptacles[r] in LAMP_FURNITURE] or [
         r for r in receptacle_ids if scene.receptacles[r] not in constants["OPENABLE_CLASS_LIST"]
     ]
     for lamp in scene.lamps:
         place(lamp, furniture)
+    placed.sort(key=lambda p: p.alfred_id)
 
-    locations = {r: _location(scene.poses[r]) for r in receptacle_ids}
     start = _start_location(scene, set(locations.values()), rng)
     objects: list[tuple[str, str]] = [(AGENT, "agent")]
     init: list[tuple[str, ...]] = [("atLocation", AGENT, start)]
-    rtypes = sorted({scene.receptacles[r] for r in receptacle_ids})
-    otypes = sorted({cls for _, cls, _ in placements})
-    objects += [(f"{cls}Type", "otype") for cls in otypes] + [(f"{cls}Type", "rtype") for cls in rtypes]
+    # Like ALFWorld's problems, declare every ALFRED class as an object and every type, present or not.
+    static_receptacle_classes = set(constants["RECEPTACLES"]) - set(movable)
+    object_classes = sorted((set(constants["OBJECTS"]) | set(movable)) - static_receptacle_classes)
+    objects += [(cls, "object") for cls in object_classes]
+    objects += [(f"{cls}Type", "otype") for cls in object_classes]
+    objects += [(f"{cls}Type", "rtype") for cls in sorted(static_receptacle_classes)]
     for rid in receptacle_ids:
         name, cls = text.mangle(rid), scene.receptacles[rid]
         objects.append((name, "receptacle"))
         init += [("receptacleType", name, f"{cls}Type"), ("receptacleAtLocation", name, locations[rid])]
         if cls in constants["OPENABLE_CLASS_LIST"]:
             init.append(("openable", name))
-    for oid, cls, rid in sorted(placements):
-        name = text.mangle(oid)
+    lamp_on = {p.alfred_id: bool(rng.random() < 0.5) for p in placed if p.cls == recep_class}
+    for item in placed:
+        name, cls = text.mangle(item.alfred_id), item.cls
         objects.append((name, "object"))
-        init += [
-            ("objectType", name, f"{cls}Type"),
-            ("inReceptacle", name, text.mangle(rid)),
-            ("objectAtLocation", name, locations[rid]),
-        ]
+        init += [("objectType", name, f"{cls}Type"), ("objectAtLocation", name, item.location)]
+        if item.receptacle is not None:
+            init.append(("inReceptacle", name, text.mangle(item.receptacle)))
         if cls in LAMPS:
             init.append(("toggleable", name))
-        else:
+            if lamp_on.get(item.alfred_id):
+                init.append(("isOn", name))
+        elif cls in scene.portable:
             init.append(("pickupable", name))
         for ability, predicate in (
             ("Heatable", "heatable"),
@@ -321,11 +415,21 @@ def _build(
         ):
             if cls in actions[ability]:
                 init.append((predicate, name))
-        if cls in constants["MOVABLE_RECEPTACLES"]:
+        if cls in movable:
             init.append(("isReceptacleObject", name))
+        if (
+            cls == obj_class
+            and item.receptacle is not None
+            and scene.receptacles[item.receptacle] == "Fridge"
+        ):
+            # ALFWorld's problems mark the target objects that start in a fridge as cool.
+            init.append(("isCool", name))
+    init += _receptacle_object_contents(placed, holds, movable, rng)
+    rtypes = sorted(set(scene.receptacles.values()))
+    contained = [cls for cls in scene.classes if cls in object_classes]
     for rtype in rtypes:
-        init += [("canContain", f"{rtype}Type", f"{cls}Type") for cls in otypes if cls in holds[rtype]]
-    for location in sorted(set(locations.values()) | {start}):
+        init += [("canContain", f"{rtype}Type", f"{cls}Type") for cls in contained if cls in holds[rtype]]
+    for location in sorted({p.location for p in placed} | set(locations.values()) | {start}):
         objects.append((location, "location"))
 
     goal_entry = data.goals[task_type]
@@ -351,6 +455,24 @@ def _build(
     return Game(name, task_type, goal_text, problem_text, problem)
 
 
+def _receptacle_object_contents(
+    placed: list[_Placed], holds: dict[str, Any], movable: list[str], rng: np.random.Generator
+) -> list[tuple[str, ...]]:
+    """``inReceptacleObject`` facts: some objects sit in a bowl, cup, pan, ... standing in their receptacle."""
+    containers = [p for p in placed if p.cls in movable and p.receptacle is not None]
+    facts = []
+    for item in placed:
+        if item.receptacle is None or item.cls in movable or item.cls in LAMPS:
+            continue
+        around = [c for c in containers if c.receptacle == item.receptacle and item.cls in holds[c.cls]]
+        if around and rng.random() < IN_CONTAINER_SHARE:
+            container = around[int(rng.integers(len(around)))]
+            facts.append(
+                ("inReceptacleObject", text.mangle(item.alfred_id), text.mangle(container.alfred_id))
+            )
+    return facts
+
+
 def _start_location(scene: _Scene, taken: set[str], rng: np.random.Generator) -> str:
     xs = [pose[0] for pose in scene.poses.values()]
     zs = [pose[1] for pose in scene.poses.values()]
@@ -367,14 +489,14 @@ def _start_location(scene: _Scene, taken: set[str], rng: np.random.Generator) ->
 
 
 def game_file(game: Game) -> dict[str, Any]:
-    """The game in ALFWorld's ``game.tw-pddl`` format (JSON object)."""
+    """The game in ALFWorld's ``game.tw-pddl`` format (JSON object), with the package's 2.1.2
+    domain and grammar."""
     data = load_data()
     return {
         "pddl_domain": data.domain,
         "grammar": data.grammar.replace("UNKNOWN GOAL", game.goal_text),
         "pddl_problem": game.problem_text,
         "solvable": True,
-        "walkthrough": [],
     }
 
 

@@ -1,19 +1,31 @@
-"""ALFWorld's official games, read from their published ``json_2.1.1`` tree.
+"""ALFWorld's official games, read from their published ``game.tw-pddl`` files.
 
 Layout (as ``alfworld-download`` leaves it)::
 
     <data_dir>/json_2.1.1/{train,valid_seen,valid_unseen}/
         {task_type}-{Object}-{MovableReceptacle}-{Receptacle}-{scene}/trial_*/game.tw-pddl
 
-``game.tw-pddl`` is a JSON object: ``pddl_domain`` (``alfred.pddl``),
+``data_dir`` may hold a ``json_2.1.1`` or a ``json_2.1.2`` folder (the name
+the 2.1.2 release carries when unpacked on its own), or be that folder
+itself. ``game.tw-pddl`` is a JSON object: ``pddl_domain`` (``alfred.pddl``),
 ``grammar`` (``alfred.twl2`` with the task sentence written in),
-``pddl_problem`` (objects, initial facts, goal), ``solvable`` and
-``walkthrough``. Like ALFWorld, only solvable games of its six task types
-are kept; their problem and task sentence load into the native engine.
+``pddl_problem`` (objects, initial facts, goal) and, in most files,
+``solvable``. Like ALFWorld, only files marked solvable (a file without the
+key is skipped, as ALFWorld skips it) of its six task types, without sliced
+objects, are kept; their problem and task sentence load into the native
+engine.
+
+Two versions of the files were published, and each file plays as its own
+version (:func:`file_version` reads it from the file's domain and grammar):
+the raw 2.1.1 files (``json_2.1.1_tw-pddl.zip``, what older installs and
+many published agents used) and the 2.1.2 files that ALFWorld's
+``patch_tw-pddl.py`` makes of them (``json_2.1.2_tw-pddl.zip``, what
+``alfworld-download`` 0.4.x fetches): see
+:class:`~agentenvs.alfworld.text.FileVersion`.
 
 Splits: ``train`` = ``train`` (3,553 games), ``valid`` = ``valid_seen``
 (140), ``test`` = ``valid_unseen`` (134). A task id is the trial's path
-below ``json_2.1.1``, e.g.
+below the version folder, e.g.
 ``valid_seen/pick_and_place_simple-Book-None-SideTable-329/trial_T2019...``.
 """
 
@@ -24,14 +36,21 @@ import os
 import re
 from pathlib import Path
 
+from agentenvs.alfworld import text
 from agentenvs.alfworld.generator import TASK_TYPES, Game
 from agentenvs.alfworld.pddl import PddlError
 from agentenvs.core import IdListTaskSource, UnknownTaskError
 
 SPLIT_FOLDERS = {"train": "train", "valid": "valid_seen", "test": "valid_unseen"}
+VERSION_FOLDERS = ("json_2.1.1", "json_2.1.2")
 GAME_FILE = "game.tw-pddl"
 _TASK_RULE = re.compile(r'"task"\s*:\s*\[\s*\{\s*"rhs"\s*:\s*("(?:[^"\\]|\\.)*")')
 _SENTENCE = re.compile(r"^Your task is to: (.*)\.$", re.DOTALL)
+_PUT_TEMPLATE = re.compile(r'action\s+PutObject\s*\{\s*template\s*::\s*"([^"]*)"')
+_PUT_FEEDBACK = re.compile(r'"PutObject\.feedback"\s*:\s*\[\s*\{\s*"rhs"\s*:\s*"([^"]*)"')
+_ARRIVAL = re.compile(r'"GotoLocation\.feedback"\s*:\s*\[\s*\{\s*"rhs"\s*:\s*"You arrive at \{(\w+)\.name\}')
+_HELP_IN_DOMAIN = re.compile(r"\(:action\s+help\b", re.IGNORECASE)
+_HELP_IN_GRAMMAR = re.compile(r"^\s*action\s+help\s*\{", re.MULTILINE)
 
 
 def goal_text_of(grammar: str) -> str:
@@ -45,28 +64,70 @@ def goal_text_of(grammar: str) -> str:
     return sentence.group(1)
 
 
+def _signature(version: text.FileVersion) -> tuple[object, ...]:
+    """What a file of ``version`` says in the rules the versions differ in."""
+    feedback = version.put_feedback.replace("{o}", "{o.name}").replace("{r}", "{r.name}")
+    arrival = "lend" if version.arrival_names_location else "r"
+    return version.put_command, feedback, arrival, version.has_help, version.has_help
+
+
+def file_version(domain: str, grammar: str) -> text.FileVersion:
+    """The published version a game file's domain and grammar belong to (raw 2.1.1 or patched 2.1.2)."""
+    found = tuple(
+        match.group(1) if match else None
+        for match in (_PUT_TEMPLATE.search(grammar), _PUT_FEEDBACK.search(grammar), _ARRIVAL.search(grammar))
+    ) + (bool(_HELP_IN_DOMAIN.search(domain)), bool(_HELP_IN_GRAMMAR.search(grammar)))
+    for version in (text.RAW_2_1_1, text.PATCHED_2_1_2):
+        if found == _signature(version):
+            return version
+    raise PddlError(
+        "the game file's domain and grammar match neither published ALFWorld version "
+        f"(placing command, its feedback, arrival name, help in domain, help in grammar: {found})"
+    )
+
+
 def read_game(path: str | os.PathLike[str], name: str) -> Game:
-    """One ``game.tw-pddl`` file as a :class:`Game`."""
+    """One ``game.tw-pddl`` file as a :class:`Game` of its own file version."""
     data = json.loads(Path(path).read_text())
-    return Game.from_text(name, name.split("-", 1)[0], goal_text_of(data["grammar"]), data["pddl_problem"])
+    version = file_version(data["pddl_domain"], data["grammar"])
+    return Game.from_text(
+        name, name.split("-", 1)[0], goal_text_of(data["grammar"]), data["pddl_problem"], version
+    )
+
+
+def games_root(data_dir: str | os.PathLike[str]) -> Path:
+    """The folder holding the split folders: ``data_dir``'s version folder, or ``data_dir`` itself."""
+    root = Path(data_dir)
+    versions = [root / name for name in VERSION_FOLDERS if (root / name).is_dir()]
+    if len(versions) > 1:
+        raise ValueError(
+            f"{data_dir} holds both {' and '.join(v.name for v in versions)}: pass the one to play as data_dir"
+        )
+    if versions:
+        return versions[0]
+    if any((root / folder).is_dir() for folder in SPLIT_FOLDERS.values()):
+        return root
+    raise FileNotFoundError(
+        f"no ALFWorld data at {data_dir} (expected a json_2.1.1 or json_2.1.2 folder, or its split folders)"
+    )
+
+
+def _kept(task_folder: str) -> bool:
+    """ALFWorld's own filter: its six task types, no sliced objects."""
+    return task_folder.split("-", 1)[0] in TASK_TYPES and "Sliced" not in task_folder
 
 
 class OfficialGames(IdListTaskSource[Game]):
-    """The solvable games of an ALFWorld data folder (``data_dir`` or its ``json_2.1.1``)."""
+    """The solvable games of an ALFWorld data folder (see the module docstring for the layout)."""
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
-        root = Path(data_dir)
-        if (root / "json_2.1.1").is_dir():
-            root = root / "json_2.1.1"
-        if not root.is_dir():
-            raise FileNotFoundError(f"no ALFWorld data at {data_dir} (expected a json_2.1.1 folder)")
-        self.root = root
+        self.root = games_root(data_dir)
         super().__init__({split: self._scan(folder) for split, folder in SPLIT_FOLDERS.items()})
 
     def _scan(self, folder: str) -> list[str]:
         ids = []
         for game_file in sorted((self.root / folder).glob(f"*/*/{GAME_FILE}")):
-            if game_file.parent.parent.name.split("-", 1)[0] not in TASK_TYPES:
+            if not _kept(game_file.parent.parent.name):
                 continue
             with open(game_file) as handle:
                 if json.load(handle).get("solvable", False):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 INTRO_HEADER = "-= Welcome to TextWorld, ALFRED! =-"
 NOTHING_HAPPENS = "Nothing happens."
@@ -36,6 +37,29 @@ HELP_TEXT = (
     "  cool (object) with (receptacle):  cool an object using a receptacle\n"
     "  slice (object) with (object):     slice an object using a sharp object\n"
 )
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    """The sentences that differ between ALFWorld's two published game-file versions.
+
+    The raw ``json_2.1.1`` files have no ``help`` action, place with
+    ``put O in/on R`` and, by a typo in their grammar (``{lend.name}``), name the
+    arrival *location* ("You arrive at loc 24."). ALFWorld's patch script turns
+    them into 2.1.2: it adds ``help``, renames the placing command to
+    ``move O to R`` and names the receptacle ("You arrive at desk 2.").
+    ``{o}`` and ``{r}`` stand for the object's and the receptacle's names.
+    """
+
+    name: str
+    put_command: str
+    put_feedback: str
+    arrival_names_location: bool
+    has_help: bool
+
+
+RAW_2_1_1 = FileVersion("2.1.1", "put {o} in/on {r}", "You put the {o} in/on the {r}.", True, False)
+PATCHED_2_1_2 = FileVersion("2.1.2", "move {o} to {r}", "You move the {o} to the {r}.", False, True)
 
 
 def demangled_names(ids: Iterable[str]) -> dict[str, str]:

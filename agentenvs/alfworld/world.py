@@ -7,14 +7,14 @@ domain action with the domain's preconditions and effects:
 ==========================  ==================================================
 command                     applicable when (effects)
 ==========================  ==================================================
-``look``, ``inventory``,    always
-``help``
+``look``, ``inventory``     always
+``help``                    always, in 2.1.2 files only
 ``go to R``                 R stands at another location (the agent moves)
 ``open R`` / ``close R``    R openable, at the agent's location, closed / open
 ``take O from R``           O pickupable and in R; R here and open if openable;
                             hands empty (O held, no longer in R)
-``move O to R``             O held; R here, open if openable, its type can
-                            contain O's type (O in R)
+``move O to R`` (2.1.2),    O held; R here, open if openable, its type can
+``put O in/on R`` (2.1.1)   contain O's type (O in R)
 ``heat|cool|clean O with``  O held and heatable/coolable/cleanable; R here and
 ``R``                       a Microwave/Fridge/SinkBasin (hot xor cool; clean)
 ``use O``                   O toggleable and in a receptacle here (on/off)
@@ -26,6 +26,14 @@ command                     applicable when (effects)
                             branch: its ``?l - location, ?r - receptacle``
                             list carries a stray comma)
 ==========================  ==================================================
+
+An object that lies at a location but in no receptacle (``objectAtLocation``
+without ``inReceptacle``, as ALFWorld's published games hold fixtures and
+things on the floor) can never be taken, used or examined: the only action
+that reaches it is ``slice``, when it is sliceable and the agent stands at
+its location holding a knife. The two published file versions
+(:class:`~agentenvs.alfworld.text.FileVersion`) differ in the ``help``
+action, the placing command and the arrival sentence.
 
 Admissible commands are every applicable grounded action's command, sorted
 and deduplicated, as the reference engine lists them; an action whose
@@ -93,12 +101,16 @@ class AlfredWorld:
     Args:
         problem: the game's PDDL problem.
         goal_text: the task sentence's goal ("put a clean apple in fridge").
+        version: the game file's version (its help action and sentences).
     """
 
-    def __init__(self, problem: Problem, goal_text: str) -> None:
+    def __init__(
+        self, problem: Problem, goal_text: str, version: text.FileVersion = text.PATCHED_2_1_2
+    ) -> None:
         self.problem = problem
         self.goal: Formula = problem.goal
         self.goal_text = goal_text
+        self.version = version
         agents = [name for name, kind in problem.objects.items() if kind == "agent"]
         if len(agents) != 1:
             raise ValueError(f"an ALFWorld problem has exactly one agent, found {agents}")
@@ -210,17 +222,19 @@ class AlfredWorld:
     def admissible_commands(self) -> list[str]:
         return sorted(self.commands())
 
+    def put_command(self, obj: str, receptacle: str) -> str:
+        """The command that places ``obj`` in/on ``receptacle`` (its text depends on the file version)."""
+        return self.version.put_command.format(o=self.names[obj], r=self.names[receptacle])
+
     def _applicable(self) -> list[Command]:
         name = self.names
         here = self.location
         receptacles_here = self.location_receptacles.get(here, [])
         held = self.held
         hands_full = self.has("holdsany", self.agent)
-        found = [
-            Command("look", (), "look"),
-            Command("inventory", (), "inventory"),
-            Command("help", (), "help"),
-        ]
+        found = [Command("look", (), "look"), Command("inventory", (), "inventory")]
+        if self.version.has_help:
+            found.append(Command("help", (), "help"))
         for receptacle, locations in self.receptacle_locations.items():
             if any(loc != here for loc in locations):
                 found.append(Command("goto", (receptacle,), f"go to {name[receptacle]}"))
@@ -240,9 +254,7 @@ class AlfredWorld:
                     found.append(Command("use", (obj,), f"use {name[obj]}"))
             for obj in held:
                 if visible and (rtype, self.object_type.get(obj, "")) in self.can_contain:
-                    found.append(
-                        Command("move", (obj, receptacle), f"move {name[obj]} to {name[receptacle]}")
-                    )
+                    found.append(Command("move", (obj, receptacle), self.put_command(obj, receptacle)))
                 for verb, (ability, appliance) in APPLIANCE_ACTIONS.items():
                     if rtype == appliance and self.flag(ability, obj):
                         found.append(
@@ -281,7 +293,8 @@ class AlfredWorld:
         there = next(loc for loc in self.receptacle_locations[receptacle] if loc != here)
         self._set("atlocation", (self.agent, here), False)
         self._set("atlocation", (self.agent, there), True)
-        return f"You arrive at {self.names[receptacle]}. {self.describe_receptacle(receptacle)}"
+        arrived_at = there if self.version.arrival_names_location else receptacle
+        return f"You arrive at {self.names[arrived_at]}. {self.describe_receptacle(receptacle)}"
 
     def _do_open(self, receptacle: str) -> str:
         self._set("opened", (receptacle,), True)
@@ -303,7 +316,7 @@ class AlfredWorld:
         self._set("objectatlocation", (obj, self.location), True)
         self._set("holds", (self.agent, obj), False)
         self._set("holdsany", (self.agent,), False)
-        return f"You move the {self.names[obj]} to the {self.names[receptacle]}."
+        return self.version.put_feedback.format(o=self.names[obj], r=self.names[receptacle])
 
     def _do_heat(self, obj: str, receptacle: str) -> str:
         self._set("ishot", (obj,), True)
