@@ -5,15 +5,15 @@ Layout (as ``alfworld-download`` leaves it)::
     <data_dir>/json_2.1.1/{train,valid_seen,valid_unseen}/
         {task_type}-{Object}-{MovableReceptacle}-{Receptacle}-{scene}/trial_*/game.tw-pddl
 
-``data_dir`` may hold a ``json_2.1.1`` or a ``json_2.1.2`` folder (the name
-the 2.1.2 release carries when unpacked on its own), or be that folder
-itself. ``game.tw-pddl`` is a JSON object: ``pddl_domain`` (``alfred.pddl``),
-``grammar`` (``alfred.twl2`` with the task sentence written in),
-``pddl_problem`` (objects, initial facts, goal) and, in most files,
-``solvable``. Like ALFWorld, only files marked solvable (a file without the
-key is skipped, as ALFWorld skips it) of its six task types, without sliced
-objects, are kept; their problem and task sentence load into the native
-engine.
+``data_dir`` may hold a ``json_2.1.1`` folder (the one ALFWorld's own
+configs read) or a ``json_2.1.2`` folder, or be that folder itself (a folder
+holding both is refused: pass the one to play). ``game.tw-pddl`` is a JSON
+object: ``pddl_domain`` (``alfred.pddl``), ``grammar`` (``alfred.twl2`` with
+the task sentence written in), ``pddl_problem`` (objects, initial facts,
+goal) and, in most files, ``solvable``. Like ALFWorld, only files marked
+solvable (a file without the key is skipped, as ALFWorld skips it) of its six
+task types, without sliced objects, are kept; their problem and task
+sentence load into the native engine.
 
 Two versions of the files were published, and each file plays as its own
 version (:func:`file_version` reads it from the file's domain and grammar):
