@@ -317,7 +317,7 @@ def raw_logic() -> tuple[str, str]:
     return domain, grammar
 
 
-def raw_file(goal_text: str, problem: str, **extra) -> dict:
+def raw_file(goal_text: str, problem: str) -> dict:
     """A ``game.tw-pddl`` of the raw ``json_2.1.1`` release."""
     domain, grammar = raw_logic()
     return {
@@ -325,7 +325,6 @@ def raw_file(goal_text: str, problem: str, **extra) -> dict:
         "grammar": grammar.replace("UNKNOWN GOAL", goal_text),
         "pddl_problem": problem,
         "solvable": True,
-        **extra,
     }
 
 
