@@ -1,0 +1,74 @@
+"""The simulated human: answers the agent's questions from the task's hidden information.
+
+:class:`RuleCollaborator` (default) is offline and deterministic. For a
+built-in task it answers the hidden fact the question is about: the fact
+whose keywords the question's words hit most (ties: the first fact), in at
+most two sentences, and "I don't know." when no fact matches. For an
+official task (no structured facts) it quotes the reference line sharing the
+most words with the question. :class:`LLMCollaborator` asks any
+OpenAI-compatible model with ColBench's own simulator instructions.
+
+:func:`asked_facts` decides which facts a question asks about; the env uses
+it for the ``information`` potential whatever collaborator answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from agentenvs.colbench.families import Fact
+from agentenvs.colbench.tasks import BackendTask
+
+BACKEND_REPLY_CHARS = 400
+DONT_KNOW = "I don't know."
+_WORD = re.compile(r"[a-z0-9_']+")
+_STOPWORDS = frozenset(
+    "the a an and or of to in is it be for on what how do does should i you your my we our with that this "
+    "are if return returns function def".split()
+)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def asked_facts(facts: Sequence[Fact], question: str) -> tuple[str, ...]:
+    """Keys of the fact the question asks about (empty when it asks about none)."""
+    asked = set(words(question))
+    best, best_hits = None, 0
+    for fact in facts:
+        hits = sum(keyword in asked for keyword in fact.keywords)
+        if hits > best_hits:
+            best, best_hits = fact, hits
+    return (best.key,) if best is not None else ()
+
+
+def quote_reference_line(reference: str, question: str) -> str:
+    """The reference line sharing the most words with the question, or "I don't know."."""
+    asked = {w for w in words(question) if w not in _STOPWORDS and len(w) > 2}
+    best, best_hits = "", 0
+    for line in reference.splitlines():
+        hits = len(asked & set(words(line)))
+        if hits > best_hits:
+            best, best_hits = line.strip(), hits
+    return f"In what I have in mind, that part reads: {best}" if best else DONT_KNOW
+
+
+class Collaborator(Protocol):
+    """Answers the agent's message; ``dialogue`` is the whole conversation so far, as (role, text)."""
+
+    def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str: ...
+
+
+class RuleCollaborator:
+    """Offline, deterministic answers from the task's hidden facts (see the module docstring)."""
+
+    def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
+        if not task.facts:
+            return quote_reference_line(task.reference, message)
+        keys = asked_facts(task.facts, message)
+        if not keys:
+            return DONT_KNOW
+        return next(fact.answer for fact in task.facts if fact.key == keys[0])
