@@ -5,7 +5,7 @@ built-in task it answers the hidden fact the question is about: the fact
 whose keywords the question's words hit most (ties: the first fact), in at
 most two sentences, and "I don't know." when no fact matches. For an
 official task (no structured facts) it quotes the reference line sharing the
-most words with the question. :class:`LLMCollaborator` asks any
+most words with the question (a word and its plural or other extension count as one). :class:`LLMCollaborator` asks any
 OpenAI-compatible model with ColBench's own simulator instructions.
 
 :func:`asked_facts` decides which facts a question asks about; the env uses
@@ -23,7 +23,7 @@ from agentenvs.colbench.tasks import BackendTask
 
 BACKEND_REPLY_CHARS = 400
 DONT_KNOW = "I don't know."
-_WORD = re.compile(r"[a-z0-9_']+")
+_WORD = re.compile(r"[a-z0-9_]+")
 _STOPWORDS = frozenset(
     "the a an and or of to in is it be for on what how do does should i you your my we our with that this "
     "are if return returns function def".split()
@@ -50,7 +50,8 @@ def quote_reference_line(reference: str, question: str) -> str:
     asked = {w for w in words(question) if w not in _STOPWORDS and len(w) > 2}
     best, best_hits = "", 0
     for line in reference.splitlines():
-        hits = len(asked & set(words(line)))
+        present = set(words(line))
+        hits = sum(any(w.startswith(a) or a.startswith(w) for w in present if len(w) > 2) for a in asked)
         if hits > best_hits:
             best, best_hits = line.strip(), hits
     return f"In what I have in mind, that part reads: {best}" if best else DONT_KNOW
