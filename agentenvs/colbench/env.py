@@ -114,6 +114,7 @@ class ColBenchEnv(AgentEnv[BackendTask, tuple[str, str]]):
         "invalid_action": 0.0,
     }
     default_max_turns = 10
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
     reply_chars = BACKEND_REPLY_CHARS
 
     def __init__(

@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import Any
 
 JAIL = Path(__file__).with_name("jail.py")
 MAX_DECODE_DEPTH = 64
+NAMESPACED = ("root", "userns")
 _uid_counter = itertools.count()
 
 
@@ -160,23 +162,29 @@ class _Jail:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode("utf-8", "replace")
 
-    def kill(self) -> None:
-        """Kill the jailed process, wait until its PID namespace is empty, then the runner's group.
+    def kill(self, isolation: str) -> None:
+        """Kill the jailed process; the runner is reaped in the background.
 
-        Killing PID 1 of the namespace makes the kernel kill every process in
-        it; the runner's ``waitpid`` returns once they are all gone. The
+        Killing PID 1 of the jail's PID namespace makes the kernel kill every
+        process in it; the runner's ``waitpid`` returns once it is gone. The
         jailed pid is only signalled while the runner lives: until then the
         runner has not reaped it, so the pid cannot belong to anyone else.
+        Without a PID namespace the runner's process group is killed instead.
         """
         if self.jailed_pid and self.process.poll() is None:
             signal_quietly(lambda: os.kill(self.jailed_pid, signal.SIGKILL))
+        if isolation not in NAMESPACED:
+            signal_quietly(lambda: os.killpg(self.process.pid, signal.SIGKILL))
+        self.process.stdout.close()
+        if self.process.poll() is None:
+            threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self) -> None:
         try:
             self.process.wait(timeout=self.limits.startup_seconds)
         except subprocess.TimeoutExpired:
-            pass  # the group kill below ends it
-        signal_quietly(lambda: os.killpg(self.process.pid, signal.SIGKILL))
-        self.process.stdout.close()
-        self.process.wait()
+            signal_quietly(lambda: os.killpg(self.process.pid, signal.SIGKILL))
+            self.process.wait()
 
 
 class Sandbox:
@@ -243,6 +251,7 @@ class Sandbox:
         """One jail from call ``start`` on: its results until it ended or a call overran."""
         limits = self.limits
         jail = _Jail(self.python, self._request(code, calls, start, split_namespace, workdir), limits)
+        isolation = "none"
         try:
             head = jail.read_line(limits.startup_seconds)
             if head is None or not head.startswith("J "):
@@ -272,7 +281,7 @@ class Sandbox:
                 outcome["results"].append(self._call_result(line, index))
             return outcome
         finally:
-            jail.kill()
+            jail.kill(isolation)
 
     def _call_result(self, line: str, index: int) -> CallResult:
         try:
