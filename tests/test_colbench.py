@@ -279,3 +279,42 @@ def test_answers_cannot_read_the_official_files(tmp_path):
     )
     *_, info = env.step("I WANT TO ANSWER:" + cheat)
     assert info["score"] == 0.0
+
+
+# ----------------------------------------------------------------- the LLM collaborator
+def test_llm_collaborator_sends_colbench_prompt_and_reply_is_cut_to_400_characters():
+    from fixtures.openai_server import FakeOpenAIServer
+
+    from agentenvs.colbench.collaborators import LLMCollaborator
+    from agentenvs.core.chat import ChatClient
+
+    with FakeOpenAIServer(reply=lambda body: "It costs ten dollars. " * 60) as server:
+        env = ColBenchEnv(split="test", collaborator=LLMCollaborator(ChatClient(server.base_url, "sim")))
+        obs, _ = env.reset(seed=0)
+        reply, *_ = env.step("What does one item cost?")
+        assert reply == ("It costs ten dollars. " * 60)[:400]
+        [request] = server.requests
+        system, user = request["messages"]
+        assert system == {"role": "system", "content": "You are a helpful assistant."}
+        prompt = user["content"]
+        assert prompt.startswith("Your task is to simulate a human user")
+        assert env.task.reference in prompt and obs in prompt
+        assert prompt.endswith(
+            "user:" + obs + "\n\n\n\nassistant:What does one item cost?\n\n\n\nagent:\n\n\n"
+            "Now directly output your answer to the LLM agent IN TWO SENTENCES. DO NOT SAY ANYTHING ELSE."
+        )
+        assert request["temperature"] == 0.0
+
+
+def test_llm_collaborator_failure_raises_instead_of_scoring():
+    from fixtures.openai_server import FakeOpenAIServer
+
+    from agentenvs.colbench.collaborators import LLMCollaborator
+    from agentenvs.core.chat import ChatClient, ChatError
+
+    with FakeOpenAIServer(reply=lambda body: "x", fail_first=100, fail_status=500) as server:
+        client = ChatClient(server.base_url, "sim", max_retries=1, backoff_s=0.01)
+        env = ColBenchEnv(split="test", collaborator=LLMCollaborator(client))
+        env.reset(seed=0)
+        with pytest.raises(ChatError):
+            env.step("What does one item cost?")

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from agentenvs.colbench.families import Fact
 from agentenvs.colbench.tasks import BackendTask
+from agentenvs.core.chat import ChatClient
 
 BACKEND_REPLY_CHARS = 400
 DONT_KNOW = "I don't know."
@@ -73,3 +74,54 @@ class RuleCollaborator:
         if not keys:
             return DONT_KNOW
         return next(fact.answer for fact in task.facts if fact.key == keys[0])
+
+
+# ColBench's code-collaborator prompt (sweet_rl prompts/human_simulator_code_prompt.txt), verbatim:
+# the simulated person must behave as in the benchmark.
+CODE_SIMULATOR_PROMPT = (
+    "Your task is to simulate a human user that interacts with an LLM agent in a dialogue.\n"
+    "You would like the LLM agent to help you with the following problem:\n"
+    "{problem_description}\n\n"
+    "Your goal is to engage in the conversation with the LLM agent so that it can get to a personalized answer.\n"
+    "You should make use of the following hidden information to answer the LLM agent.\n"
+    "YOU SHOULD BEHAVE LIKE A HUMAN THAT NEEDS THE HELP FROM AN AGENT.\n"
+    "You SHOULD ONLY ANSWER QUESTIONS WITH INFORMATION PROVIDED IN THE HIDDEN INFORMATION, AND SAY YOU DON\"T "
+    "KNOW IF THE ANSWER CAN NOT BE FOUND IN THE HIDDEN INFORMATION.\n\n"
+    "{hidden_information}\n\n"
+    "Here is the dialogue so far:\n"
+    "{dialogue_history}\n\n\n"
+    "Now directly output your answer to the LLM agent IN TWO SENTENCES. DO NOT SAY ANYTHING ELSE."
+)
+SIMULATOR_SYSTEM = "You are a helpful assistant."
+
+
+def dialogue_text(dialogue: Sequence[tuple[str, str]]) -> str:
+    """The dialogue as ColBench shows it to the simulator: ``role:text`` blocks, then ``agent:``."""
+    return "".join(f"{role}:{text}\n\n\n\n" for role, text in dialogue) + "agent:"
+
+
+class LLMCollaborator:
+    """A model behind any OpenAI-compatible endpoint plays the person, with ColBench's prompt.
+
+    The hidden information is the reference function (as in ColBench, whose
+    simulator ran at temperature 0 with ``max_tokens=4096``: build the client
+    so). The env cuts the reply to 400 characters. A failing endpoint raises :class:`~agentenvs.core.chat.ChatError`
+    (the episode crashes; it is never scored as an ordinary failure).
+
+    Args:
+        client: a :class:`~agentenvs.core.chat.ChatClient` (its model, temperature, retries).
+    """
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+
+    def messages(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> list[dict]:
+        prompt = CODE_SIMULATOR_PROMPT.format(
+            problem_description=task.request,
+            hidden_information=task.reference,
+            dialogue_history=dialogue_text((*dialogue, ("assistant", message))),
+        )
+        return [{"role": "system", "content": SIMULATOR_SYSTEM}, {"role": "user", "content": prompt}]
+
+    def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
+        return self.client.complete(self.messages(task, dialogue, message)).text
