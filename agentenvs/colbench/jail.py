@@ -2,12 +2,16 @@
 
 Run by :mod:`agentenvs.colbench.sandbox` as ``python -I -S -B jail.py``; it
 imports nothing from agentenvs (the interpreter starts without site-packages).
-It reads one JSON request from stdin::
+It reads its set-up from the first line of stdin::
 
-    {"code": str, "calls": [str, ...], "start": int, "split_namespace": bool,
-     "uid": int, "memory_bytes": int, "cpu_seconds": int, "max_processes": int,
+    {"uid": int, "memory_bytes": int, "cpu_seconds": int, "max_processes": int,
      "file_bytes": int, "tmpfs_bytes": int, "hide": [path, ...], "output_chars": int,
      "workdir": path used only when no namespace can be made}
+
+builds the jail, and only then reads its task, the rest of stdin up to EOF
+(so a jail can be set up before its task is known)::
+
+    {"code": str, "calls": [str, ...], "start": int, "split_namespace": bool}
 
 As root it then (each step best effort, each one reported):
 
@@ -29,7 +33,7 @@ As root it then (each step best effort, each one reported):
 Without root it tries the same inside a new user namespace; where even that
 is refused it runs with the rlimits alone. The first line on stdout is
 ``J <pid of the jailed process> <isolation>``; the jailed process then writes
-``S`` (jail set up), ``R`` (the code ran) or ``D <error>`` (it raised), then one JSON line per
+``S`` (jail set up, waiting for its task), ``R`` (the code ran) or ``D <error>`` (it raised), then one JSON line per
 call: ``{"i": index, "v": encoded value}`` or ``{"i": index, "e": error}``.
 """
 
@@ -66,7 +70,7 @@ class OutputTooLarge(Exception):
     pass
 
 
-_cap = [65_536]  # set from the request; checked before a long string or container is written
+_cap = [65_536]  # set from the setup; checked before a long string or container is written
 
 
 def encode(value, out, depth=0):
@@ -131,7 +135,7 @@ def mount_tmpfs(libc, path, size, mode):
               f"size={size},mode={mode}".encode())
 
 
-def enter_namespaces(libc, request):
+def enter_namespaces(libc, setup):
     """Namespaces and mounts (needs root or a user namespace); returns the isolation reached."""
     flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     if os.geteuid() == 0:
@@ -150,8 +154,8 @@ def enter_namespaces(libc, request):
     libc_call(libc, "mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
     for path in ("/tmp", "/var/tmp", "/dev/shm"):
         if os.path.isdir(path):
-            mount_tmpfs(libc, path, request["tmpfs_bytes"], "1777" if path != "/tmp" else "0755")
-    for path in request["hide"]:
+            mount_tmpfs(libc, path, setup["tmpfs_bytes"], "1777" if path != "/tmp" else "0755")
+    for path in setup["hide"]:
         if os.path.isdir(path):
             mount_tmpfs(libc, path, 4096, "0000")
     if level == "root":
@@ -180,24 +184,25 @@ def expose_python(libc):
     os.rmdir(parking)
 
 
-def jailed(libc, request, level, results_fd):
+def jailed(libc, setup, level, results_fd):
     """PID 1 of the jail: drop everything, then run the code."""
-    uid = request["uid"]
+    uid = setup["uid"]
     if level != "none":
         libc_call(libc, "mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     if level == "root":
         os.chown("/tmp", uid, uid)
-    os.chdir("/tmp" if level != "none" else request["workdir"])
+    os.chdir("/tmp" if level != "none" else setup["workdir"])
     limits = (
-        (resource.RLIMIT_AS, request["memory_bytes"]),
-        (resource.RLIMIT_CPU, request["cpu_seconds"]),
-        (resource.RLIMIT_FSIZE, request["file_bytes"]),
+        (resource.RLIMIT_AS, setup["memory_bytes"]),
+        (resource.RLIMIT_CPU, setup["cpu_seconds"]),
+        (resource.RLIMIT_FSIZE, setup["file_bytes"]),
         (resource.RLIMIT_NOFILE, 64),
         (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NPROC, request["max_processes"]),
+        (resource.RLIMIT_NPROC, setup["max_processes"]),
     )
     for which, value in limits:
         resource.setrlimit(which, (value, value))
+    _cap[0] = setup["output_chars"]
     if level == "root":
         os.setgroups([])
         os.setgid(uid)
@@ -205,12 +210,13 @@ def jailed(libc, request, level, results_fd):
     elif level == "userns":
         libc_call(libc, "unshare", CLONE_NEWUSER)  # no capabilities over the jail's own mounts
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    emit(results_fd, "S")
+    task = read_all(0)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-    emit(results_fd, "S")
-    run(request, results_fd)
+    run(json.loads(task), results_fd)
 
 
 def emit(fd, text):
@@ -219,19 +225,19 @@ def emit(fd, text):
         data = data[_write(fd, data):]
 
 
-def run(request, fd):
+def run(task, fd):
     builtins_dict = dict(__builtins__.__dict__ if hasattr(__builtins__, "__dict__") else __builtins__)
     scope = {"__builtins__": builtins_dict, "__name__": "__main__"}
-    local_scope = {} if request["split_namespace"] else scope
+    local_scope = {} if task["split_namespace"] else scope
     try:
-        _exec(request["code"], scope, local_scope)
+        _exec(task["code"], scope, local_scope)
     except _BaseException as exc:  # the code's own failure is the result; report it
         emit(fd, "D " + _type(exc).__name__)
         _exit(0)
     emit(fd, "R")
-    cap = _cap[0] = request["output_chars"]
-    calls = request["calls"]
-    for index in _range(request["start"], _len(calls)):
+    cap = _cap[0]
+    calls = task["calls"]
+    for index in _range(task["start"], _len(calls)):
         head = '{"i": ' + _int_repr(index) + ', '
         try:
             out = [head, '"v": ']
@@ -247,32 +253,52 @@ def run(request, fd):
     _exit(0)
 
 
+def read_line(fd):
+    """One line from ``fd``, read a byte at a time so nothing after it is consumed."""
+    data = b""
+    while not data.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        data += byte
+    return data
+
+
+def read_all(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
 def main():
-    request = json.loads(sys.stdin.buffer.read())
+    setup = json.loads(read_line(0))
     libc = ctypes.CDLL(None, use_errno=True)
     try:
-        level = enter_namespaces(libc, request)
+        level = enter_namespaces(libc, setup)
     except OSError:
         level = "none"
     results_fd = os.dup(1)
     if level == "none":
         emit(results_fd, f"J {os.getpid()} none")
-        jail_then_exit(libc, request, level, results_fd)
+        jail_then_exit(libc, setup, level, results_fd)
     gate_read, gate_write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(gate_write)
         os.read(gate_read, 1)  # the J line goes first
         os.close(gate_read)
-        jail_then_exit(libc, request, level, results_fd)
+        jail_then_exit(libc, setup, level, results_fd)
     emit(results_fd, f"J {pid} {level}")
     os.close(gate_write)
     os.waitpid(pid, 0)
 
 
-def jail_then_exit(libc, request, level, results_fd):
+def jail_then_exit(libc, setup, level, results_fd):
     try:
-        jailed(libc, request, level, results_fd)
+        jailed(libc, setup, level, results_fd)
     finally:
         _exit(70)
 

@@ -119,8 +119,9 @@ def signal_quietly(send: Any) -> None:
 class _Jail:
     """One running jail process and the lines it has written so far."""
 
-    def __init__(self, python: str, request: dict[str, Any], limits: SandboxLimits) -> None:
+    def __init__(self, python: str, setup: dict[str, Any], limits: SandboxLimits) -> None:
         self.limits = limits
+        self.workdir = setup["workdir"]
         self.process = subprocess.Popen(
             [python, "-I", "-S", "-B", str(JAIL)],
             stdin=subprocess.PIPE,
@@ -132,14 +133,31 @@ class _Jail:
             close_fds=True,
         )
         self.jailed_pid = 0
+        self.isolation = "none"
         self._buffer = b""
         self.ended = False
-        try:
-            self.process.stdin.write(json.dumps(request).encode("utf-8", "surrogatepass"))
-            self.process.stdin.close()
-        except BrokenPipeError:
-            pass  # the runner died at once; the missing J line reports it
         os.set_blocking(self.process.stdout.fileno(), False)
+        self._send(json.dumps(setup).encode() + b"\n", close=False)
+
+    def _send(self, data: bytes, *, close: bool) -> None:
+        try:
+            self.process.stdin.write(data)
+            self.process.stdin.flush()
+            if close:
+                self.process.stdin.close()
+        except BrokenPipeError:
+            pass  # the runner died; its missing lines report it
+
+    def start(self, task: dict[str, Any]) -> None:
+        """Wait until the jail is set up (its ``J`` and ``S`` lines), then hand it its task."""
+        head = self.read_line(self.limits.startup_seconds)
+        if head is None or not head.startswith("J "):
+            raise SandboxError(f"the jail runner did not start (first line {head!r})")
+        _, pid, self.isolation = head.split()
+        self.jailed_pid = int(pid)
+        if self.read_line(self.limits.startup_seconds) != "S":
+            raise SandboxError(f"the jail could not be set up ({self.isolation})")
+        self._send(json.dumps(task).encode("utf-8", "surrogatepass"), close=True)
 
     def read_line(self, seconds: float) -> str | None:
         """The next line, or None when the deadline passes, the jail ends or a line runs too long."""
@@ -162,7 +180,7 @@ class _Jail:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode("utf-8", "replace")
 
-    def kill(self, isolation: str) -> None:
+    def kill(self, *, reap: bool = True) -> None:
         """Kill the jailed process; the runner is reaped in the background.
 
         Killing PID 1 of the jail's PID namespace makes the kernel kill every
@@ -170,13 +188,17 @@ class _Jail:
         jailed pid is only signalled while the runner lives: until then the
         runner has not reaped it, so the pid cannot belong to anyone else.
         Without a PID namespace the runner's process group is killed instead.
+        ``reap=False`` (at interpreter exit, where no thread may start) leaves
+        the runner to init.
         """
         if self.jailed_pid and self.process.poll() is None:
             signal_quietly(lambda: os.kill(self.jailed_pid, signal.SIGKILL))
-        if isolation not in NAMESPACED:
+        if self.isolation not in NAMESPACED:
             signal_quietly(lambda: os.killpg(self.process.pid, signal.SIGKILL))
-        self.process.stdout.close()
-        if self.process.poll() is None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            pipe.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if reap and self.process.poll() is None:
             threading.Thread(target=self._reap, daemon=True).start()
 
     def _reap(self) -> None:
@@ -190,18 +212,44 @@ class _Jail:
 class Sandbox:
     """Evaluates code on call expressions in jailed processes; see the module docstring.
 
+    With ``prewarm`` the next jail is started as soon as one is taken, so its
+    interpreter start and set-up overlap with whatever the caller does between
+    evaluations (one idle jail waits, blocked on its stdin; :meth:`close` ends it).
+
     Args:
         limits: the per-evaluation limits.
         hide: folders hidden from the jail behind an empty tmpfs (e.g. the task files).
         python: the interpreter that runs the jail (this one by default).
+        prewarm: keep one jail set up ahead.
     """
 
     def __init__(
-        self, limits: SandboxLimits | None = None, *, hide: Sequence[str] = (), python: str = sys.executable
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        hide: Sequence[str] = (),
+        python: str = sys.executable,
+        prewarm: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.hide = tuple(str(Path(p).resolve()) for p in hide)
         self.python = python
+        self.prewarm = prewarm
+        self._warm: _Jail | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_warm"] = None  # a process handle: the copy starts its own
+        return state
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the jail kept warm, if any (it is idle: killing it is all it takes)."""
+        warm, self._warm = getattr(self, "_warm", None), None
+        if warm is not None:
+            warm.kill(reap=False)
 
     def run(self, code: str, calls: Sequence[str], *, split_namespace: bool = False) -> SandboxRun:
         """Run ``code`` then each call expression; ``split_namespace`` runs them as ColBench's
@@ -209,31 +257,22 @@ class Sandbox:
         began = time.monotonic()
         results: list[CallResult] = []
         jails = 0
-        isolation = ""
-        workdir = tempfile.mkdtemp(prefix="colbench-jail-")
-        try:
-            while True:
-                jails += 1
-                outcome = self._run_jail(code, calls, len(results), split_namespace, workdir)
-                isolation = outcome["isolation"]
-                results.extend(outcome["results"])
-                if outcome["definition_error"] or not outcome["defined"]:
-                    error = outcome["definition_error"] or "the code ended its process"
-                    results.extend(CallResult(False, error=error) for _ in range(len(calls) - len(results)))
-                    return SandboxRun(tuple(results), False, isolation, jails, error, time.monotonic() - began)
-                if len(results) >= len(calls):
-                    return SandboxRun(tuple(results), True, isolation, jails, "", time.monotonic() - began)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        while True:
+            jails += 1
+            outcome = self._run_jail(code, calls, len(results), split_namespace)
+            results.extend(outcome["results"])
+            isolation = outcome["isolation"]
+            if outcome["definition_error"] or not outcome["defined"]:
+                error = outcome["definition_error"] or "the code ended its process"
+                results.extend(CallResult(False, error=error) for _ in range(len(calls) - len(results)))
+                return SandboxRun(tuple(results), False, isolation, jails, error, time.monotonic() - began)
+            if len(results) >= len(calls):
+                return SandboxRun(tuple(results), True, isolation, jails, "", time.monotonic() - began)
 
-    def _request(self, code: str, calls: Sequence[str], start: int, split_namespace: bool, workdir: str) -> dict:
+    def _spawn(self) -> _Jail:
         limits = self.limits
         uid = 1_000_000 + (os.getpid() % 100_000) * 1_000 + next(_uid_counter) % 1_000
-        return {
-            "code": code,
-            "calls": list(calls),
-            "start": start,
-            "split_namespace": split_namespace,
+        setup = {
             "uid": uid,
             "memory_bytes": limits.memory_bytes,
             "cpu_seconds": limits.cpu_seconds,
@@ -242,25 +281,29 @@ class Sandbox:
             "tmpfs_bytes": limits.tmpfs_bytes,
             "hide": list(self.hide),
             "output_chars": limits.output_chars,
-            "workdir": workdir,
+            "workdir": tempfile.mkdtemp(prefix="colbench-jail-"),
         }
+        return _Jail(self.python, setup, limits)
 
-    def _run_jail(
-        self, code: str, calls: Sequence[str], start: int, split_namespace: bool, workdir: str
-    ) -> dict[str, Any]:
+    def _take_jail(self) -> _Jail:
+        jail, self._warm = self._warm, None
+        if jail is None or jail.process.poll() is not None:
+            if jail is not None:
+                jail.kill()
+            jail = self._spawn()
+        if self.prewarm:
+            self._warm = self._spawn()
+        return jail
+
+    def _run_jail(self, code: str, calls: Sequence[str], start: int, split_namespace: bool) -> dict[str, Any]:
         """One jail from call ``start`` on: its results until it ended or a call overran."""
         limits = self.limits
-        jail = _Jail(self.python, self._request(code, calls, start, split_namespace, workdir), limits)
-        isolation = "none"
+        jail = self._take_jail()
         try:
-            head = jail.read_line(limits.startup_seconds)
-            if head is None or not head.startswith("J "):
-                raise SandboxError(f"the jail runner did not start (first line {head!r})")
-            _, pid, isolation = head.split()
-            jail.jailed_pid = int(pid)
-            if jail.read_line(limits.startup_seconds) != "S":
-                raise SandboxError(f"the jail could not be set up ({isolation})")
-            outcome: dict[str, Any] = {"isolation": isolation, "results": [], "defined": False, "definition_error": ""}
+            jail.start({"code": code, "calls": list(calls), "start": start, "split_namespace": split_namespace})
+            outcome: dict[str, Any] = {
+                "isolation": jail.isolation, "results": [], "defined": False, "definition_error": ""
+            }
             ready = jail.read_line(limits.call_seconds)
             if ready is None:
                 outcome["definition_error"] = "timeout" if not jail.ended else ""
@@ -281,7 +324,7 @@ class Sandbox:
                 outcome["results"].append(self._call_result(line, index))
             return outcome
         finally:
-            jail.kill(isolation)
+            jail.kill()
 
     def _call_result(self, line: str, index: int) -> CallResult:
         try:
