@@ -56,17 +56,13 @@ one per fact) and ``function``; never rendered. Tasks: built in (train
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-
-from agentenvs.colbench.collaborators import BACKEND_REPLY_CHARS, Collaborator, RuleCollaborator, asked_facts
-from agentenvs.colbench.protocol import ANSWER_MARKER, DialogueProtocol, extract_answer
+from agentenvs.colbench.collaborators import BACKEND_REPLY_CHARS, Collaborator
+from agentenvs.colbench.dialogue import CollaborationEnv
 from agentenvs.colbench.sandbox import CallResult, Sandbox, SandboxLimits
-from agentenvs.colbench.scoring import SCORINGS, Evaluation, evaluate
+from agentenvs.colbench.scoring import SCORINGS, evaluate
 from agentenvs.colbench.tasks import BackendTask, GeneratedTasks, OfficialTasks
-from agentenvs.core.env import AgentEnv, StepOutcome
 
 INSTRUCTIONS = (
     "You are helping a person write a Python function. Their request is vague on purpose: the "
@@ -80,20 +76,7 @@ INSTRUCTIONS = (
 REFERENCE_LIMITS = SandboxLimits(call_seconds=10.0)
 
 
-@dataclass(frozen=True)
-class ColBenchSnapshot:
-    """Everything that restores a ColBench episode exactly."""
-
-    task_id: str
-    turn: int
-    done: bool
-    world: tuple[frozenset[str], Evaluation | None, tuple[tuple[str, str], ...]]
-    potentials: tuple[tuple[str, float], ...]
-    state_key: str
-    rng_state: dict
-
-
-class ColBenchEnv(AgentEnv[BackendTask, tuple[str, str]]):
+class ColBenchEnv(CollaborationEnv):
     """ColBench backend programming; see the module docstring.
 
     Args:
@@ -107,15 +90,8 @@ class ColBenchEnv(AgentEnv[BackendTask, tuple[str, str]]):
         render_mode: ``"ansi"`` renders the dialogue.
     """
 
-    default_reward_weights: ClassVar[Mapping[str, float]] = {
-        "outcome": 1.0,
-        "information": 0.0,
-        "format": 0.0,
-        "invalid_action": 0.0,
-    }
-    default_max_turns = 10
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
     reply_chars = BACKEND_REPLY_CHARS
+    answer_kind = "Python code"
 
     def __init__(
         self,
@@ -133,47 +109,18 @@ class ColBenchEnv(AgentEnv[BackendTask, tuple[str, str]]):
             raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
         source = OfficialTasks(data_dir) if data_dir is not None else GeneratedTasks()
         super().__init__(
-            source, split=split, max_turns=max_turns, reward_weights=reward_weights,
-            protocol=DialogueProtocol(), render_mode=render_mode,
+            source, split=split, collaborator=collaborator, instructions=INSTRUCTIONS, max_turns=max_turns,
+            reward_weights=reward_weights, render_mode=render_mode,
         )
         hide = [str(path.parent) for path in source.files.values()] if data_dir is not None else []
         self.scoring = scoring
-        self.collaborator = collaborator if collaborator is not None else RuleCollaborator()
         self.sandbox = Sandbox(sandbox_limits, hide=hide)
-        self.reference_sandbox = Sandbox(REFERENCE_LIMITS, hide=hide)
-        self.instructions = INSTRUCTIONS.format(max_turns=self.max_turns)
-        self.task: BackendTask | None = None
-        self.asked: frozenset[str] = frozenset()
-        self.evaluation: Evaluation | None = None
-        self.dialogue: tuple[tuple[str, str], ...] = ()
+        self.reference_sandbox = Sandbox(REFERENCE_LIMITS, hide=hide, prewarm=False)
         self._expected: dict[str, tuple[CallResult, ...]] = {}
 
-    # ------------------------------------------------------------ world hooks
-    def _start(self, task: BackendTask) -> None:
-        self.task = task
-        self.asked = frozenset()
-        self.evaluation = None
-        self.dialogue = (("user", task.request),)
-
-    def _parse_action(self, action: str) -> tuple[str, str]:
-        answer = extract_answer(action)
-        if answer is not None:
-            return ("answer", answer)
-        if self.turn + 1 >= self.max_turns:
-            return ("answer", action)
-        return ("ask", action)
-
-    def _apply(self, primitive: tuple[str, str]) -> StepOutcome:
-        kind, text = primitive
-        if kind == "ask":
-            self.asked = self.asked | set(asked_facts(self.task.facts, text))
-            reply = self.collaborator.respond(self.task, self.dialogue, text)[: self.reply_chars]
-            self.dialogue = (*self.dialogue, ("assistant", text), ("user", reply))
-            return StepOutcome(reply)
-        self.evaluation = evaluate(text, self.task.calls, self.expected(self.task), self.sandbox, self.scoring)
-        self.dialogue = (*self.dialogue, ("assistant", f"{ANSWER_MARKER}{text}"))
-        feedback = f"Your function passed {self.evaluation.passed} of {self.evaluation.total} hidden tests."
-        return StepOutcome(feedback, {"outcome": self.evaluation.score}, terminated=True)
+    def _judge(self, answer: str) -> tuple[float, str]:
+        evaluation = evaluate(answer, self.task.calls, self.expected(self.task), self.sandbox, self.scoring)
+        return evaluation.score, f"Your function passed {evaluation.passed} of {evaluation.total} hidden tests."
 
     def expected(self, task: BackendTask) -> tuple[CallResult, ...]:
         """Reference outputs of the task's calls (official references run once, in the sandbox)."""
@@ -185,83 +132,19 @@ class ColBenchEnv(AgentEnv[BackendTask, tuple[str, str]]):
             self._expected[key] = run.results
         return self._expected[key]
 
-    def _observation_text(self) -> str:
-        return self.task.request
-
-    def _state_key_data(self) -> Any:
-        answer = None if self.evaluation is None else self.evaluation.score
-        return (self.task.content_key, self.asked, answer)
-
     def _is_success(self) -> bool:
-        return self.evaluation is not None and self.evaluation.score == 1.0
-
-    def _score(self) -> float:
-        return 0.0 if self.evaluation is None else float(self.evaluation.score)
-
-    def _potentials(self) -> Mapping[str, float]:
-        facts = self.task.facts
-        return {"information": len(self.asked) / len(facts) if facts else 0.0}
+        return self.answer_score == 1.0
 
     def _privileged(self) -> Mapping[str, Any] | None:
-        if self.task is None:
-            return None
-        return {
-            "reference": self.task.reference,
-            "hidden_facts": [fact.answer for fact in self.task.facts],
-            "function": self.task.function,
-        }
+        privileged = super()._privileged()
+        return None if privileged is None else {**privileged, "function": self.task.function}
 
-    def _format_value(self, parsed: Any) -> float:
-        return 1.0 if parsed.well_formed else 0.0
+    def close(self) -> None:
+        self.sandbox.close()
+        super().close()
 
-    def action_help(self) -> str:
-        return (f"Send a question for the person, or \"{ANSWER_MARKER}\" followed by your Python code.")
-
-    def render(self) -> Any:
-        if self.render_mode == "ansi":
-            return "\n\n".join(f"{role}: {text}" for role, text in self.dialogue)
-        return None
-
-    # --------------------------------------------------------- exact restores
-    def _world_state(self) -> Any:
-        return (self.asked, self.evaluation, self.dialogue)
-
-    def _restore_world(self, state: Any, *, started: bool) -> None:
-        self.asked, self.evaluation, self.dialogue = state
-
-    def snapshot(self) -> ColBenchSnapshot:
-        """A small picklable object that :meth:`restore` turns back into this exact state."""
-        return ColBenchSnapshot(
-            task_id=self.task_id, turn=self.turn, done=self._done, world=self._world_state(),
-            potentials=tuple(sorted(self._potential_values.items())), state_key=self._state_key,
-            rng_state=self.np_random.bit_generator.state,
-        )
-
-    def restore(self, snapshot: ColBenchSnapshot) -> None:
-        """Put the env back into the state :meth:`snapshot` took (any env of this class and arguments)."""
-        self.task_id = snapshot.task_id
-        self._start(self.task_source.load(snapshot.task_id))
-        self._restore_world(snapshot.world, started=True)
-        self.turn, self._done = snapshot.turn, snapshot.done
-        self._potential_values = dict(snapshot.potentials)
-        self._state_key = snapshot.state_key
-        self.np_random.bit_generator.state = snapshot.rng_state
-
-    # ---------------------------------------------------------------- agents
     def expert(self) -> Any:
         """The expert named in the family's registry entry (imported on demand)."""
         from agentenvs.colbench.expert import ColBenchExpert
 
         return ColBenchExpert(self)
-
-    def sample_action(self, rng: np.random.Generator) -> str:
-        """A random message: a fact's question, an off-topic question, or an answer (default or reference)."""
-        kind = rng.random()
-        facts = self.task.facts
-        if kind < 0.5 and facts:
-            return facts[int(rng.integers(len(facts)))].question
-        if kind < 0.75:
-            return "Could you tell me more about what you need?"
-        code = self.task.default_answer if kind < 0.9 else self.task.reference
-        return f"{ANSWER_MARKER}\n{code}"
-
