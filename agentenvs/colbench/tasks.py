@@ -105,17 +105,17 @@ class GeneratedTasks(TaskSource[BackendTask]):
         raise UnknownTaskError(f"unknown task id {task_id!r}")
 
 
-def official_files(data_dir: str | Path) -> dict[str, Path]:
-    """``{split: path}`` of the official backend files under ``data_dir``."""
+def official_files(data_dir: str | Path, folder: str = "backend_tasks") -> dict[str, Path]:
+    """``{split: path}`` of ColBench's files under ``data_dir`` (in ``folder`` or directly there)."""
     root = Path(data_dir)
     found = {}
     for split in ("train", "test"):
-        for candidate in (root / "backend_tasks" / f"{split}.jsonl", root / f"{split}.jsonl"):
+        for candidate in (root / folder / f"{split}.jsonl", root / f"{split}.jsonl"):
             if candidate.is_file():
                 found[split] = candidate
                 break
     if not found:
-        raise FileNotFoundError(f"no backend_tasks/train.jsonl or test.jsonl under {root}")
+        raise FileNotFoundError(f"no {folder}/train.jsonl or test.jsonl under {root}")
     return found
 
 

@@ -1,0 +1,139 @@
+"""``agentenvs/ColBench-Frontend-v0``: build a web page for a person who only tells you its design when asked.
+
+ColBench's frontend design (SWEET-RL, Zhou et al. 2025). Each task asks for a
+page; a hidden reference page fixes what the request leaves out (colours,
+font, alignment, layout, button shape, sizes, how many features). The answer
+is HTML; it is rendered in Chromium beside the reference and scored by how
+alike the two renders look.
+
+=================  =============================================================
+observation        reset: the request; after a question: the collaborator's
+                   reply (≤ 1,000 characters, ColBench's cut); after the
+                   answer: ``Your page's similarity to the reference: S.SSS``
+action             free text, one message per turn: a question, or ``I WANT TO
+                   ANSWER:`` followed by the page (its ``<html>…</html>``, else
+                   ``<body>…</body>``, is rendered; an answer with no page
+                   scores 0 — ColBench compared a black 224×224 image
+                   instead, whose similarity to any page is above 0, so
+                   it paid for answering nothing); the last turn's message is the
+                   answer; ``<think>`` and ``OUTPUT:`` as in ``ColBench-v0``
+reward             weighted sum of (unweighted values in ``reward_components``):
+  outcome          the similarity when the episode ends; weight 1.0
+  information      Φ(s') − Φ(s), **potential-based**, Φ = share of the hidden
+                   design facts asked about; weight 0.0
+  format           1 for a non-empty message whose answer (if any) is not
+                   empty; not potential-based; weight 0.0
+  invalid_action   1 for an empty message; not potential-based; weight 0.0
+termination        an answer was given
+truncation         ``max_turns`` turns (default 10)
+state key          the reference page + the set of facts asked about + the
+                   answer state (open, or the similarity)
+=================  =============================================================
+
+Similarity (``score``): :func:`~agentenvs.colbench.render.page_similarity`
+(deterministic) by default, or CLIP ViT-B/32 image-embedding cosine as in the
+paper with ``clip_checkpoint=`` a local CLIP folder (clipped to [0, 1]).
+``success`` = similarity ≥ ``success_threshold`` (0.97 by default: the page
+with every design fact right scores 1.0, while the usual guess, every fact
+at its common default, stays below it on the built-in pages, as the tests
+check; ColBench itself reports no threshold). Renders: see :mod:`agentenvs.colbench.render`.
+Tasks: built in (train 10,000 / valid 1,000 / test 1,000) or ColBench's
+``frontend_tasks/{train,test}.jsonl`` with ``data_dir=``.
+``info["privileged"]``: ``reference`` (the page) and ``hidden_facts``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from PIL import Image
+
+from agentenvs.colbench.collaborators import Collaborator
+from agentenvs.colbench.dialogue import CollaborationEnv
+from agentenvs.colbench.pages import GeneratedPages, OfficialPages
+from agentenvs.colbench.render import ClipSimilarity, PageRenderer, html_of, page_similarity
+
+FRONTEND_REPLY_CHARS = 1000
+SUCCESS_SIMILARITY = 0.97
+REFERENCE_CACHE = 256
+INSTRUCTIONS = (
+    "You are helping a person build a web page. Their request is vague on purpose: the design "
+    "(colours, fonts, layout, sizes, what is shown) is known only to them. Ask short, specific "
+    "questions, one per message; they answer briefly. You have at most {max_turns} messages in "
+    "all. When you know enough, send a message that starts with \"I WANT TO ANSWER:\" followed by "
+    "the complete page as HTML with inline CSS (<html>...</html>); nothing outside the page is "
+    "loaded. Your last message is taken as your answer whatever it says."
+)
+
+
+class ColBenchFrontendEnv(CollaborationEnv):
+    """ColBench frontend design; see the module docstring.
+
+    Args:
+        split: ``"train"``, ``"valid"`` or ``"test"`` (official files: ``"train"``, ``"test"``).
+        data_dir: folder with ColBench's ``frontend_tasks/{train,test}.jsonl``; built-in pages when None.
+        collaborator: who answers questions (:class:`RuleCollaborator` when None).
+        clip_checkpoint: a local CLIP checkpoint folder; the deterministic image metric when None.
+        success_threshold: the similarity that counts as success.
+        chromium: the browser executable.
+        max_turns: messages before the episode ends (10).
+        reward_weights: overrides of ``outcome``, ``information``, ``format``, ``invalid_action``.
+        render_mode: ``"ansi"`` renders the dialogue.
+    """
+
+    reply_chars = FRONTEND_REPLY_CHARS
+    answer_kind = "HTML page"
+
+    def __init__(
+        self,
+        split: str = "train",
+        *,
+        data_dir: str | None = None,
+        collaborator: Collaborator | None = None,
+        clip_checkpoint: str | None = None,
+        success_threshold: float = SUCCESS_SIMILARITY,
+        chromium: str = "/usr/bin/chromium",
+        max_turns: int | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        source = OfficialPages(data_dir) if data_dir is not None else GeneratedPages()
+        super().__init__(
+            source, split=split, collaborator=collaborator, instructions=INSTRUCTIONS, max_turns=max_turns,
+            reward_weights=reward_weights, render_mode=render_mode,
+        )
+        self.renderer = PageRenderer(chromium)
+        self.similarity = ClipSimilarity(clip_checkpoint) if clip_checkpoint is not None else page_similarity
+        self.success_threshold = float(success_threshold)
+        self._references: OrderedDict[str, Image.Image] = OrderedDict()
+
+    def reference_render(self) -> Image.Image:
+        """The reference page's render (cached for the most recent tasks)."""
+        key = self.task.task_id
+        if key not in self._references:
+            self._references[key] = self.renderer.render(self.task.reference)
+            if len(self._references) > REFERENCE_CACHE:
+                self._references.popitem(last=False)
+        return self._references[key]
+
+    def _judge(self, answer: str) -> tuple[float, str]:
+        page = html_of(answer)
+        if page is None:
+            return 0.0, "Your answer holds no page (<html>...</html> or <body>...</body>): similarity 0.000"
+        score = min(1.0, max(0.0, self.similarity(self.renderer.render(page), self.reference_render())))
+        return score, f"Your page's similarity to the reference: {score:.3f}"
+
+    def _is_success(self) -> bool:
+        return self.answer_score is not None and self.answer_score >= self.success_threshold
+
+    def close(self) -> None:
+        self.renderer.close()
+        super().close()
+
+    def expert(self) -> Any:
+        """The expert named in the family's registry entry (imported on demand)."""
+        from agentenvs.colbench.expert import ColBenchExpert
+
+        return ColBenchExpert(self)
