@@ -7,7 +7,10 @@
   with no isolation at all;
 - question turn: ``env.step`` of a question answered by the rule collaborator
   (protocol, fact matching, potential, state key, info);
-- expert episode: reset, every fact's question, the answer and its scoring.
+- expert episode: reset, every fact's question, the answer and its scoring;
+- frontend render: one built-in page in the shared Chromium, a second render
+  of the same page (the budget is 0.2 s), where Playwright and Debian's
+  ``chromium`` are installed.
 
 Every figure is wall time on this machine in this run (a loaded machine
 inflates the sandbox's process start-up most).
@@ -18,6 +21,8 @@ inflates the sandbox's process start-up most).
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import shutil
 import statistics
 import time
 
@@ -38,6 +43,21 @@ def colbench_in_process(code: str, calls: tuple[str, ...]) -> list:
         exec(code, namespace)
         outputs.append(eval(call, namespace))
     return outputs
+
+
+def render_timings(repeats: int) -> list[float]:
+    """Seconds per render of one built-in page (empty when no browser is installed here)."""
+    if shutil.which("chromium") is None or importlib.util.find_spec("playwright") is None:
+        return []
+    from agentenvs.colbench.pages import generate_page
+    from agentenvs.colbench.render import PageRenderer
+
+    page = generate_page("test", 0).reference
+    renderer = PageRenderer()
+    renderer.render(page)  # launches the browser
+    spent = timings(lambda: renderer.render(page), repeats)
+    renderer.close()
+    return spent
 
 
 def timings(run, repeats: int) -> list[float]:
@@ -79,6 +99,8 @@ def main() -> None:
         episodes.append(time.perf_counter() - started)
         scores.append(info["score"])
 
+    renders = render_timings(20)
+
     table = Table(title=f"ColBench (isolation: {run.isolation}; 10 hidden calls per task)")
     for column in ("what", "median", "p90", "rate"):
         table.add_column(column, justify="right" if column != "what" else "left")
@@ -92,6 +114,8 @@ def main() -> None:
     row("evaluation, ColBench in-process (no isolation)", in_process, "evaluations")
     row("question turn, rule collaborator", turns, "turns")
     row("expert episode (questions + sandboxed answer)", episodes, "episodes")
+    if renders:
+        row("frontend page render, Chromium (budget 200 ms)", renders, "renders")
     Console().print(table)
     print(f"expert mean score {statistics.mean(scores):.3f} over {len(scores)} test tasks")
 

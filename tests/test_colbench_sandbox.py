@@ -166,12 +166,13 @@ def test_writing_to_the_home_dir_and_tmp(sandbox):
     name = f"colbench-jail-write-{os.getpid()}"
     code = (
         "import os\ndef f(x):\n    wrote = []\n"
-        f"    for path in [os.path.expanduser('~/{name}'), '/root/{name}', '/tmp/{name}', '/var/tmp/{name}']:\n"
+        f"    for path in [os.path.expanduser('~/{name}'), '/root/{name}', '/tmp/{name}', '/var/tmp/{name}',\n"
+        f"                 '/run/lock/{name}', '/dev/shm/{name}']:\n"
         "        try:\n            open(path, 'w').write('x')\n            wrote.append(path)\n"
         "        except OSError:\n            pass\n    return wrote\n"
     )
     run_contained(sandbox, code, ["f(0)"])
-    for folder in (Path.home(), Path("/root"), Path("/tmp"), Path("/var/tmp")):
+    for folder in (Path.home(), Path("/root"), Path("/tmp"), Path("/var/tmp"), Path("/run/lock"), Path("/dev/shm")):
         assert not (folder / name).exists()
 
 

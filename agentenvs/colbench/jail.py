@@ -17,7 +17,8 @@ As root it then (each step best effort, each one reported):
 
 1. unshares new mount, network, PID, IPC and UTS namespaces (no network
    device but a down loopback; no view of the host's processes);
-2. mounts fresh size-capped tmpfs over ``/tmp``, ``/var/tmp``, ``/dev/shm``
+2. remounts every mount of its namespace read-only, then mounts fresh
+   size-capped tmpfs over ``/tmp``, ``/var/tmp``, ``/dev/shm``
    and every ``hide`` path (the official task files), so nothing outside the
    jail's own tmpfs can be written or those files read; when the standard
    library sits in a private folder (``/root/.pyenv``), that folder is
@@ -49,7 +50,8 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 8192, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 4096, 8192, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
 MAX_DEPTH = 64
 
@@ -152,6 +154,7 @@ def enter_namespaces(libc, setup):
             f.write(f"0 {gid} 1")
         level = "userns"
     libc_call(libc, "mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+    left_writable = make_mounts_read_only(libc)
     for path in ("/tmp", "/var/tmp", "/dev/shm"):
         if os.path.isdir(path):
             mount_tmpfs(libc, path, setup["tmpfs_bytes"], "1777" if path != "/tmp" else "0755")
@@ -160,7 +163,27 @@ def enter_namespaces(libc, setup):
             mount_tmpfs(libc, path, 4096, "0000")
     if level == "root":
         expose_python(libc)
-    return level
+    return level if not left_writable else f"{level}-rw{left_writable}"
+
+
+_OPTION_FLAGS = {"ro": 1, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024,
+                 "nodiratime": 2048, "relatime": 1 << 21}
+
+
+def make_mounts_read_only(libc):
+    """Remount every mount of the jail's namespace read-only (the fresh tmpfs come after);
+    returns how many could not be (they stay writable, and the isolation level says so)."""
+    failed = 0
+    with open("/proc/self/mountinfo") as handle:
+        mounts = [line.split() for line in handle]
+    for fields in mounts:
+        point = fields[4].encode().decode("unicode_escape").encode("latin-1")
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        for option in fields[5].split(","):
+            flags |= _OPTION_FLAGS.get(option, 0)
+        if libc.mount(None, point, None, flags, None) != 0:
+            failed += 1
+    return failed
 
 
 def expose_python(libc):

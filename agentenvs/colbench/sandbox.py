@@ -193,7 +193,7 @@ class _Jail:
         """
         if self.jailed_pid and self.process.poll() is None:
             signal_quietly(lambda: os.kill(self.jailed_pid, signal.SIGKILL))
-        if self.isolation not in NAMESPACED:
+        if not self.isolation.startswith(NAMESPACED):
             signal_quietly(lambda: os.killpg(self.process.pid, signal.SIGKILL))
         for pipe in (self.process.stdin, self.process.stdout):
             pipe.close()
