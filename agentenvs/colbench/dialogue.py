@@ -163,12 +163,13 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
 
     # ---------------------------------------------------------------- agents
     def sample_action(self, rng: np.random.Generator) -> str:
-        """A random message: a fact's question, an off-topic question, or an answer (default or reference)."""
+        """A random message: a fact's question, an off-topic question, the usual guess as the
+        answer, or an answer that holds nothing (the hidden reference is never used)."""
         kind = rng.random()
         facts = self.task.facts
         if kind < 0.5 and facts:
             return facts[int(rng.integers(len(facts)))].question
         if kind < 0.75:
             return "Could you tell me more about what you need?"
-        answer = self.task.default_answer if kind < 0.9 else self.task.reference
+        answer = self.task.default_answer if kind < 0.9 else "I am not sure yet."
         return f"{ANSWER_MARKER}\n{answer}"
