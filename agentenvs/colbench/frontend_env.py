@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from PIL import Image
@@ -99,6 +100,8 @@ class ColBenchFrontendEnv(CollaborationEnv):
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
+        if not Path(chromium).is_file():
+            raise FileNotFoundError(f"no browser at {chromium}: install Debian's chromium (apt-get install chromium)")
         source = OfficialPages(data_dir) if data_dir is not None else GeneratedPages()
         super().__init__(
             source, split=split, collaborator=collaborator, instructions=INSTRUCTIONS, max_turns=max_turns,
