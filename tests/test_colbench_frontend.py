@@ -164,3 +164,37 @@ def test_clip_similarity_from_a_local_checkpoint(tmp_path):
     red, blue = Image.new("RGB", (64, 64), "red"), Image.new("RGB", (64, 64), "blue")
     assert similarity(red, red.copy()) == pytest.approx(1.0, abs=1e-5)
     assert similarity(red, blue) < 1.0 - 1e-4
+
+
+def test_the_last_page_shown_in_any_turn_is_the_answer(env):
+    env.reset(seed=3)
+    *_, info = env.step("Something like this? " + env.task.reference)
+    assert "score" not in info
+    *_, info = env.step("I WANT TO ANSWER: the page above")
+    assert info["score"] == 1.0
+
+
+def test_llm_design_collaborator_sees_both_renders_as_colbench_sent_them():
+    from fixtures.openai_server import FakeOpenAIServer
+
+    from agentenvs.colbench.collaborators import DESIGN_SIMULATOR_PROMPT, LLMDesignCollaborator
+    from agentenvs.core.chat import ChatClient
+
+    with FakeOpenAIServer(reply=lambda body: "Make the header red. " * 80) as server:
+        env = ColBenchFrontendEnv(split="test", collaborator=LLMDesignCollaborator(ChatClient(server.base_url, "vlm")))
+        try:
+            env.reset(seed=0)
+            reply, *_ = env.step("Is this close? " + env.task.default_answer)
+            assert reply == ("Make the header red. " * 80)[:1000]
+            env.step("What colour do you want?")
+        finally:
+            env.close()
+        shown, not_shown = server.requests
+    [message] = shown["messages"]
+    texts = [part.get("text") for part in message["content"]]
+    assert texts[0] == DESIGN_SIMULATOR_PROMPT
+    assert texts[1] == "Below is the design the agent is referring to." and texts[3].startswith("Below is the ground")
+    assert message["content"][2]["image_url"]["url"].startswith("data:image;base64,")
+    assert [part.get("text") for part in not_shown["messages"][0]["content"]][1] == (
+        "The agent did not provide any visualization."
+    )

@@ -14,6 +14,7 @@ it for the ``information`` potential whatever collaborator answers.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Sequence
 from typing import Protocol
@@ -125,3 +126,52 @@ class LLMCollaborator:
 
     def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
         return self.client.complete(self.messages(task, dialogue, message)).text
+
+
+# ColBench's design-collaborator prompt (sweet_rl prompts/human_simulator_html_prompt.txt), verbatim.
+DESIGN_SIMULATOR_PROMPT = (
+    "Your task is to simulate a human user that interacts with an LLM agent in a dialogue.\n"
+    "Your goal is to engage in the conversation with the LLM agent so that it can get to a personalized answer.\n"
+    "YOU SHOULD BEHAVE LIKE A HUMAN THAT NEEDS THE HELP FROM AN AGENT.\n"
+    "The ultimate goal is to have the agent to construct the EXACT DESIGN that you have in mind.\n"
+    "You will be given an image made by the agent and a ground-truth image that the human user wants.\n"
+    "Describe briefly how is the image made by the agent is mainly different from the image that the human "
+    "user wants. \n"
+    "You should PRIORITIZE MOST OUTSTANDING DIFFERENCES. DESCRIBE CONCRETELY HOW EACH COMPONENT IS DIFFERENT "
+    "(e.g. image has a larger size, text alignment should be in the center, etc)\n"
+    "1) The first image will be the agent provided image.\n"
+    "2) The second image will be the image that the human user wants\n"
+)
+
+
+def image_url(png: bytes) -> dict:
+    """An OpenAI image part for a PNG, as ColBench sent it (a base64 data URL)."""
+    return {"type": "image_url", "image_url": {"url": "data:image;base64," + base64.b64encode(png).decode()}}
+
+
+class LLMDesignCollaborator:
+    """A vision model behind any OpenAI-compatible endpoint plays the person of the frontend tasks.
+
+    As in ColBench it sees no dialogue: only its instructions, the render of the
+    page the agent's message holds (or a note that there is none) and the
+    render of the reference page, and describes the main differences. The env
+    cuts the reply to 1,000 characters. Build the client with temperature 0 and
+    ``max_tokens=4096`` as ColBench did.
+    """
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+
+    def messages(self, agent_png: bytes | None, reference_png: bytes) -> list[dict]:
+        content: list[dict] = [{"type": "text", "text": DESIGN_SIMULATOR_PROMPT}]
+        if agent_png is not None:
+            content += [{"type": "text", "text": "Below is the design the agent is referring to."},
+                        image_url(agent_png)]
+        else:
+            content.append({"type": "text", "text": "The agent did not provide any visualization."})
+        content += [{"type": "text", "text": "Below is the ground truth design that the human user wants."},
+                    image_url(reference_png)]
+        return [{"role": "user", "content": content}]
+
+    def respond_to_renders(self, agent_png: bytes | None, reference_png: bytes) -> str:
+        return self.client.complete(self.messages(agent_png, reference_png)).text

@@ -102,12 +102,16 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
         kind, text = primitive
         if kind == "ask":
             self.asked = self.asked | set(asked_facts(self.task.facts, text))
-            reply = self.collaborator.respond(self.task, self.dialogue, text)[: self.reply_chars]
+            reply = self._reply(text)[: self.reply_chars]
             self.dialogue = (*self.dialogue, ("assistant", text), ("user", reply))
             return StepOutcome(reply)
         self.answer_score, feedback = self._judge(text)
         self.dialogue = (*self.dialogue, ("assistant", f"{ANSWER_MARKER}{text}"))
         return StepOutcome(feedback, {"outcome": self.answer_score}, terminated=True)
+
+    def _reply(self, message: str) -> str:
+        """The collaborator's answer to a message (before the cut to ``reply_chars``)."""
+        return self.collaborator.respond(self.task, self.dialogue, message)
 
     def _observation_text(self) -> str:
         return self.task.request

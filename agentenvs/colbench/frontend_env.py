@@ -11,12 +11,14 @@ observation        reset: the request; after a question: the collaborator's
                    reply (≤ 1,000 characters, ColBench's cut); after the
                    answer: ``Your page's similarity to the reference: S.SSS``
 action             free text, one message per turn: a question, or ``I WANT TO
-                   ANSWER:`` followed by the page (its ``<html>…</html>``, else
-                   ``<body>…</body>``, is rendered; an answer with no page
-                   scores 0 — ColBench compared a black 224×224 image
-                   instead, whose similarity to any page is above 0, so
-                   it paid for answering nothing); the last turn's message is the
-                   answer; ``<think>`` and ``OUTPUT:`` as in ``ColBench-v0``
+                   ANSWER:`` to end; the last turn ends too. As in ColBench,
+                   any message may show a page (its ``<html>…</html>``, else
+                   ``<body>…</body>``) and the last page shown, in any turn,
+                   is the answer that is rendered and scored. No page shown
+                   scores 0 (ColBench compared a black 224×224 image instead,
+                   whose similarity to any page is above 0, so it paid for
+                   showing nothing). ``<think>`` and ``OUTPUT:`` as in
+                   ``ColBench-v0``
 reward             weighted sum of (unweighted values in ``reward_components``):
   outcome          the similarity when the episode ends; weight 1.0
   information      Φ(s') − Φ(s), **potential-based**, Φ = share of the hidden
@@ -27,7 +29,7 @@ reward             weighted sum of (unweighted values in ``reward_components``):
 termination        an answer was given
 truncation         ``max_turns`` turns (default 10)
 state key          the reference page + the set of facts asked about + the
-                   answer state (open, or the similarity)
+                   last page shown + the answer state (open, or the similarity)
 =================  =============================================================
 
 Similarity (``score``): :func:`~agentenvs.colbench.render.page_similarity`
@@ -51,10 +53,12 @@ from typing import Any
 
 from PIL import Image
 
-from agentenvs.colbench.collaborators import Collaborator
+from agentenvs.colbench.collaborators import Collaborator, LLMDesignCollaborator
 from agentenvs.colbench.dialogue import CollaborationEnv
 from agentenvs.colbench.pages import GeneratedPages, OfficialPages
-from agentenvs.colbench.render import ClipSimilarity, PageRenderer, html_of, page_similarity
+from agentenvs.colbench.render import ClipSimilarity, PageRenderer, decode_png, html_of, page_similarity
+from agentenvs.core.env import StepOutcome
+from agentenvs.core.keys import stable_digest
 
 FRONTEND_REPLY_CHARS = 1000
 SUCCESS_SIMILARITY = 0.97
@@ -75,7 +79,8 @@ class ColBenchFrontendEnv(CollaborationEnv):
     Args:
         split: ``"train"``, ``"valid"`` or ``"test"`` (official files: ``"train"``, ``"test"``).
         data_dir: folder with ColBench's ``frontend_tasks/{train,test}.jsonl``; built-in pages when None.
-        collaborator: who answers questions (:class:`RuleCollaborator` when None).
+        collaborator: who answers: :class:`RuleCollaborator` when None, or
+            :class:`LLMDesignCollaborator` (a vision model shown both renders, as in ColBench).
         clip_checkpoint: a local CLIP checkpoint folder; the deterministic image metric when None.
         success_threshold: the similarity that counts as success.
         chromium: the browser executable.
@@ -110,23 +115,55 @@ class ColBenchFrontendEnv(CollaborationEnv):
         self.renderer = PageRenderer(chromium)
         self.similarity = ClipSimilarity(clip_checkpoint) if clip_checkpoint is not None else page_similarity
         self.success_threshold = float(success_threshold)
-        self._references: OrderedDict[str, Image.Image] = OrderedDict()
+        self._references: OrderedDict[str, bytes] = OrderedDict()
+        self.shown_page: str | None = None
 
-    def reference_render(self) -> Image.Image:
+    def reference_png(self) -> bytes:
         """The reference page's render (cached for the most recent tasks)."""
         key = self.task.task_id
         if key not in self._references:
-            self._references[key] = self.renderer.render(self.task.reference)
+            self._references[key] = self.renderer.render_png(self.task.reference)
             if len(self._references) > REFERENCE_CACHE:
                 self._references.popitem(last=False)
         return self._references[key]
 
+    def reference_render(self) -> Image.Image:
+        return decode_png(self.reference_png())
+
+    def _start(self, task: Any) -> None:
+        super()._start(task)
+        self.shown_page = None
+
+    def _apply(self, primitive: tuple[str, str]) -> StepOutcome:
+        page = html_of(primitive[1])
+        if page is not None:
+            self.shown_page = page  # as in ColBench, the last page shown is the answer
+        return super()._apply(primitive)
+
+    def _reply(self, message: str) -> str:
+        if not isinstance(self.collaborator, LLMDesignCollaborator):
+            return super()._reply(message)
+        page = html_of(message)
+        agent_png = self.renderer.render_png(page) if page is not None else None
+        return self.collaborator.respond_to_renders(agent_png, self.reference_png())
+
     def _judge(self, answer: str) -> tuple[float, str]:
-        page = html_of(answer)
-        if page is None:
-            return 0.0, "Your answer holds no page (<html>...</html> or <body>...</body>): similarity 0.000"
-        score = min(1.0, max(0.0, self.similarity(self.renderer.render(page), self.reference_render())))
+        if self.shown_page is None:
+            return 0.0, "No page was shown (<html>...</html> or <body>...</body>): similarity 0.000"
+        image = self.renderer.render(self.shown_page)
+        score = min(1.0, max(0.0, self.similarity(image, self.reference_render())))
         return score, f"Your page's similarity to the reference: {score:.3f}"
+
+    def _state_key_data(self) -> Any:
+        shown = None if self.shown_page is None else stable_digest(self.shown_page)
+        return (*super()._state_key_data(), shown)
+
+    def _world_state(self) -> Any:
+        return (*super()._world_state(), self.shown_page)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        *base, self.shown_page = state
+        super()._restore_world(tuple(base), started=started)
 
     def _is_success(self) -> bool:
         return self.answer_score is not None and self.answer_score >= self.success_threshold

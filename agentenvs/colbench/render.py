@@ -119,20 +119,32 @@ class PageRenderer:
         self.blocked_requests += 1
         route.abort()
 
-    def render(self, html: str) -> Image.Image:
-        """The full-page screenshot of ``html`` (RGB, 800 px wide, at most ``max_height`` tall)."""
+    def render_png(self, html: str) -> bytes:
+        """The full-page screenshot of ``html`` as PNG (800 px wide, at most ``max_height`` tall)."""
         page = self._page if self._page is not None else self._open()
         page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
         png = page.screenshot(full_page=True, type="png", animations="disabled", caret="hide",
                               timeout=RENDER_TIMEOUT_MS)
-        image = Image.open(io.BytesIO(png)).convert("RGB")
-        return image.crop((0, 0, image.width, min(image.height, self.max_height)))
+        image = Image.open(io.BytesIO(png))
+        if image.height <= self.max_height:
+            return png
+        out = io.BytesIO()
+        image.crop((0, 0, image.width, self.max_height)).save(out, format="PNG")
+        return out.getvalue()
+
+    def render(self, html: str) -> Image.Image:
+        """The render of ``html`` as an RGB image."""
+        return decode_png(self.render_png(html))
 
     def close(self) -> None:
         """Close this renderer's page and context (the shared browser stays up)."""
         if self._page is not None:
             self._page.context.close()
         self._page = None
+
+
+def decode_png(png: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(png)).convert("RGB")
 
 
 def _reduced(image: Image.Image, height: int) -> np.ndarray:
