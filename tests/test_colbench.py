@@ -191,6 +191,11 @@ def test_state_key_covers_asked_facts_not_their_order_or_wording():
     assert info["state_key"] != start
 
 
+def test_instructions_name_the_answer_marker_and_the_turn_limit():
+    env = ColBenchEnv(split="test", max_turns=7)
+    assert "I WANT TO ANSWER:" in env.instructions and "7 messages" in env.instructions
+
+
 def test_invalid_message_changes_nothing_and_says_what_is_allowed():
     env = ColBenchEnv(split="test")
     _, info = env.reset(seed=0)
