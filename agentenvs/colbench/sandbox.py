@@ -8,14 +8,15 @@ module) and answers with one line per call. The parent holds the deadlines:
 ``startup_seconds`` allowance for the interpreter itself. A call past its
 deadline, or a jail that dies, fails that call: the parent kills the jailed
 process (PID 1 of its PID namespace, so the kernel takes every process left
-in it) and the runner's process group, then starts a fresh jail for the
-calls after it. Outputs come back as tagged JSON of exact builtin types,
+in it; without namespaces, the runner's process group), then starts a fresh
+jail for the calls after it. One jail is kept set up ahead (``prewarm``), so
+the interpreter's start overlaps the caller's work between evaluations. Outputs come back as tagged JSON of exact builtin types,
 capped at ``output_chars`` per call and decoded here into plain values, so
 whatever the code returns, the comparison with the reference (done by the
 caller, in this process) is an honest ``==`` on plain data.
 
 What the jail stops and what it does not is listed in the README
-("ColBench sandbox").
+(ColBench, "The sandbox: what it stops and what it does not").
 """
 
 from __future__ import annotations
