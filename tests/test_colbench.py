@@ -33,8 +33,16 @@ def late_fee_task() -> BackendTask:
     params = {"grace": 2, "daily": 0.5, "flat": 1, "cap": 5}
     calls = ("late_fee(0)", "late_fee(2)", "late_fee(3)", "late_fee(10)", "late_fee(100)")
     source = LATE_FEE.source(params)
-    return BackendTask("hand", LATE_FEE.request, source, "late_fee", calls, LATE_FEE.facts(params), "late_fee",
-                       run_trusted_reference(source, calls))
+    return BackendTask(
+        "hand",
+        LATE_FEE.request,
+        source,
+        "late_fee",
+        calls,
+        LATE_FEE.facts(params),
+        "late_fee",
+        run_trusted_reference(source, calls),
+    )
 
 
 def play(env, agent_class, seed: int) -> dict:
@@ -55,7 +63,9 @@ def test_every_fact_question_reaches_its_fact_and_answers_in_two_sentences(famil
         rng = derive_rng("test-facts", family.name, draw)
         params = family.sample(rng)
         facts = family.facts(params)
-        task = BackendTask("t", family.request, family.source(params), family.function, (), facts, family.name)
+        task = BackendTask(
+            "t", family.request, family.source(params), family.function, (), facts, family.name
+        )
         assert 3 <= len(facts) <= 5
         for fact in facts:
             assert asked_facts(facts, fact.question) == (fact.key,)
@@ -81,8 +91,14 @@ def test_references_are_short_and_every_hidden_detail_matters(family):
 
 def test_splits_hold_the_published_sizes_and_never_share_a_spec():
     tasks = GeneratedTasks()
-    assert {s: tasks.size(s) for s in ("train", "valid", "test")} == {"train": 10_000, "valid": 1_000, "test": 1_000}
-    specs = {split: {tasks.load(tasks.task_id(split, i)).content_key for i in range(150)} for split in tasks.splits}
+    assert {s: tasks.size(s) for s in ("train", "valid", "test")} == {
+        "train": 10_000,
+        "valid": 1_000,
+        "test": 1_000,
+    }
+    specs = {
+        split: {tasks.load(tasks.task_id(split, i)).content_key for i in range(150)} for split in tasks.splits
+    }
     assert not specs["train"] & specs["test"] and not specs["train"] & specs["valid"]
     assert not specs["valid"] & specs["test"]
     assert generate_task("test", 7) == generate_task("test", 7)
@@ -132,7 +148,10 @@ def test_reference_rules_reject_forbidden_substrings_and_hide_top_level_names(sa
     rejected = evaluate(with_os, task.calls, task.expected, sandbox, "reference")
     assert rejected.score == 0.0 and "import os" in rejected.rejected
     # ColBench exec()s the answer inside a function: a top-level import is not a global of its functions
-    helper = "import math\ndef late_fee(days):\n    return math.floor(0) if days <= 2 else min(1 + (days - 2) * 0.5, 5)\n"
+    helper = (
+        "import math\ndef late_fee(days):\n"
+        "    return math.floor(0) if days <= 2 else min(1 + (days - 2) * 0.5, 5)\n"
+    )
     assert evaluate(helper, task.calls, task.expected, sandbox, "sandbox").score == 1.0
     parity = evaluate(helper, task.calls, task.expected, sandbox, "reference")
     assert parity.score == 0.6 and [r.error for r in parity.results[:2]] == ["NameError", "NameError"]
@@ -165,7 +184,7 @@ def test_expert_scores_full_marks_and_answering_at_once_scores_well_below():
 
 def test_information_is_potential_based_and_asking_twice_earns_nothing():
     env = ColBenchEnv(split="test", reward_weights={"information": 1.0})
-    _, info = env.reset(seed=3)
+    env.reset(seed=3)
     facts = env.task.facts
     _, first, *_ = env.step(facts[0].question)
     _, again, *_ = env.step(facts[0].question)
@@ -199,7 +218,7 @@ def test_instructions_name_the_answer_marker_and_the_turn_limit():
 def test_invalid_message_changes_nothing_and_says_what_is_allowed():
     env = ColBenchEnv(split="test")
     _, info = env.reset(seed=0)
-    obs, reward, terminated, truncated, after = env.step("   ")
+    obs, _, terminated, _, after = env.step("   ")
     assert after["reward_components"]["invalid_action"] == 1.0 and not terminated
     assert after["state_key"] == info["state_key"] and "I WANT TO ANSWER:" in obs
 
@@ -254,8 +273,11 @@ OFFICIAL_ROW = {
     "def calculate_tip(bill, service):",
     "ground_truth": "def calculate_tip(bill, service):\n    rates = {'good': 0.2, 'ok': 0.15}\n"
     "    if service not in rates:\n        return None\n    return round(bill * rates[service], 2)",
-    "test_cases": {"test1": "calculate_tip(100, 'good')", "test2": "calculate_tip(40, 'ok')",
-                   "test3": "calculate_tip(10, 'bad')"},
+    "test_cases": {
+        "test1": "calculate_tip(100, 'good')",
+        "test2": "calculate_tip(40, 'ok')",
+        "test3": "calculate_tip(10, 'bad')",
+    },
 }
 
 
@@ -265,7 +287,9 @@ def test_official_files_load_and_score_with_both_rule_sets(tmp_path):
         env = ColBenchEnv(split="test", data_dir=str(root), scoring=scoring)
         assert env.task_source.size("test") == 2 and env.task_source.size("train") == 1
         obs, info = env.reset(seed=1)
-        assert obs == OFFICIAL_ROW["problem_description"] and info["task_id"] == "colbench-official-test-00001"
+        assert (
+            obs == OFFICIAL_ROW["problem_description"] and info["task_id"] == "colbench-official-test-00001"
+        )
         reply, *_ = env.step("What rate for good service?")
         assert "0.2" in reply and len(reply) <= 400
         *_, info = env.step("I WANT TO ANSWER:" + OFFICIAL_ROW["ground_truth"])
@@ -279,7 +303,8 @@ def test_answers_cannot_read_the_official_files(tmp_path):
     path = str(root / "backend_tasks" / "test.jsonl")
     cheat = (
         "def calculate_tip(bill, service):\n    try:\n"
-        f"        open({path!r}).read()\n        return round(bill * {{'good': 0.2, 'ok': 0.15}}.get(service, 0), 2)\n"
+        f"        open({path!r}).read()\n"
+        "        return round(bill * {'good': 0.2, 'ok': 0.15}.get(service, 0), 2)\n"
         "    except OSError:\n        return -1\n"
     )
     *_, info = env.step("I WANT TO ANSWER:" + cheat)

@@ -59,7 +59,7 @@ def test_every_request_outside_the_page_is_blocked():
     hits = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self):
             hits.append(self.path)
             self.send_response(200)
             self.end_headers()
@@ -134,7 +134,10 @@ def test_env_pickles_without_its_browser_and_renders_again(env):
 def test_official_frontend_files_load(tmp_path):
     folder = tmp_path / "frontend_tasks"
     folder.mkdir()
-    row = {"problem_description": "A page for my bakery.", "ground_truth": render_page({**DEFAULT_DESIGN, "business": 4})}
+    row = {
+        "problem_description": "A page for my bakery.",
+        "ground_truth": render_page({**DEFAULT_DESIGN, "business": 4}),
+    }
     (folder / "test.jsonl").write_text(json.dumps(row) + "\n")
     env = ColBenchFrontendEnv(split="test", data_dir=str(tmp_path))
     try:
@@ -151,15 +154,26 @@ def test_clip_similarity_from_a_local_checkpoint(tmp_path):
     pytest.importorskip("torch")
     from agentenvs.colbench.render import ClipSimilarity
 
-    vision = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 1,
-              "image_size": 32, "patch_size": 8}
-    text = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2, "num_hidden_layers": 1,
-            "vocab_size": 100}
+    vision = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 1,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    text = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 1,
+        "vocab_size": 100,
+    }
     config = transformers.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)
     transformers.CLIPModel(config).save_pretrained(tmp_path)
-    transformers.CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(
-        tmp_path
-    )
+    transformers.CLIPImageProcessor(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    ).save_pretrained(tmp_path)
     similarity = ClipSimilarity(tmp_path)
     red, blue = Image.new("RGB", (64, 64), "red"), Image.new("RGB", (64, 64), "blue")
     assert similarity(red, red.copy()) == pytest.approx(1.0, abs=1e-5)
@@ -181,7 +195,9 @@ def test_llm_design_collaborator_sees_both_renders_as_colbench_sent_them():
     from agentenvs.core.chat import ChatClient
 
     with FakeOpenAIServer(reply=lambda body: "Make the header red. " * 80) as server:
-        env = ColBenchFrontendEnv(split="test", collaborator=LLMDesignCollaborator(ChatClient(server.base_url, "vlm")))
+        env = ColBenchFrontendEnv(
+            split="test", collaborator=LLMDesignCollaborator(ChatClient(server.base_url, "vlm"))
+        )
         try:
             env.reset(seed=0)
             reply, *_ = env.step("Is this close? " + env.task.default_answer)
@@ -193,7 +209,9 @@ def test_llm_design_collaborator_sees_both_renders_as_colbench_sent_them():
     [message] = shown["messages"]
     texts = [part.get("text") for part in message["content"]]
     assert texts[0] == DESIGN_SIMULATOR_PROMPT
-    assert texts[1] == "Below is the design the agent is referring to." and texts[3].startswith("Below is the ground")
+    assert texts[1] == "Below is the design the agent is referring to." and texts[3].startswith(
+        "Below is the ground"
+    )
     assert message["content"][2]["image_url"]["url"].startswith("data:image;base64,")
     assert [part.get("text") for part in not_shown["messages"][0]["content"]][1] == (
         "The agent did not provide any visualization."

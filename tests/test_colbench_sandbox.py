@@ -80,8 +80,10 @@ def test_recursion_past_the_c_stack(sandbox):
 
 def test_fork_bomb(sandbox):
     code = (
-        "import ctypes, os\nctypes.CDLL(None).prctl(15, b'colbench-bomb', 0, 0, 0)\n"  # PR_SET_NAME, inherited
-        "def f(x):\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n"
+        # PR_SET_NAME (15): the name every forked child inherits
+        "import ctypes, os\nctypes.CDLL(None).prctl(15, b'colbench-bomb', 0, 0, 0)\n"
+        "def f(x):\n    while True:\n        try:\n            os.fork()\n"
+        "        except OSError:\n            pass\n"
     )
     assert failed(run_contained(sandbox, code))
     deadline = time.monotonic() + 5  # the kernel tears the PID namespace down asynchronously
@@ -93,7 +95,8 @@ def test_fork_bomb(sandbox):
 def test_processes_per_jail_are_capped(sandbox):
     code = (
         "import os\ndef f(x):\n    for _ in range(50):\n        try:\n            os.fork()\n"
-        "        except OSError:\n            break\n    return len([p for p in os.listdir('/proc') if p.isdigit()])\n"
+        "        except OSError:\n            break\n"
+        "    return len([p for p in os.listdir('/proc') if p.isdigit()])\n"
     )
     run = sandbox.run(code, ["f(0)"])
     if run.isolation != "root":
@@ -114,7 +117,10 @@ def test_huge_output(sandbox):
 
 
 def test_huge_output_written_past_the_jail_protocol(sandbox):
-    code = "import os\ndef f(x):\n    for fd in range(3, 8):\n        try:\n            os.write(fd, b'z' * 10**7)\n        except OSError:\n            pass\n    return x\n"
+    code = (
+        "import os\ndef f(x):\n    for fd in range(3, 8):\n        try:\n"
+        "            os.write(fd, b'z' * 10**7)\n        except OSError:\n            pass\n    return x\n"
+    )
     run = run_contained(sandbox, code)
     assert failed(run)
 
@@ -126,8 +132,10 @@ def test_reading_files_outside_the_jail(sandbox, tmp_path):
     hiding = Sandbox(LIMITS, hide=[str(secret.parent)])
     code = (
         "def f(x):\n    found = []\n"
-        f"    for path in ['/etc/shadow', {str(secret)!r}, '/proc/{os.getpid()}/environ', '/proc/1/environ']:\n"
-        "        try:\n            found.append(open(path).read())\n        except OSError:\n            pass\n"
+        f"    for path in ['/etc/shadow', {str(secret)!r},\n"
+        f"                 '/proc/{os.getpid()}/environ', '/proc/1/environ']:\n"
+        "        try:\n            found.append(open(path).read())\n"
+        "        except OSError:\n            pass\n"
         "    return found\n"
     )
     run = hiding.run(code, ["f(0)"])
@@ -166,13 +174,21 @@ def test_writing_to_the_home_dir_and_tmp(sandbox):
     name = f"colbench-jail-write-{os.getpid()}"
     code = (
         "import os\ndef f(x):\n    wrote = []\n"
-        f"    for path in [os.path.expanduser('~/{name}'), '/root/{name}', '/tmp/{name}', '/var/tmp/{name}',\n"
+        f"    for path in [os.path.expanduser('~/{name}'), '/root/{name}',\n"
+        f"                 '/tmp/{name}', '/var/tmp/{name}',\n"
         f"                 '/run/lock/{name}', '/dev/shm/{name}']:\n"
         "        try:\n            open(path, 'w').write('x')\n            wrote.append(path)\n"
         "        except OSError:\n            pass\n    return wrote\n"
     )
     run_contained(sandbox, code, ["f(0)"])
-    for folder in (Path.home(), Path("/root"), Path("/tmp"), Path("/var/tmp"), Path("/run/lock"), Path("/dev/shm")):
+    for folder in (
+        Path.home(),
+        Path("/root"),
+        Path("/tmp"),
+        Path("/var/tmp"),
+        Path("/run/lock"),
+        Path("/dev/shm"),
+    ):
         assert not (folder / name).exists()
 
 
@@ -200,8 +216,9 @@ def test_ctypes_segfault(sandbox):
 
 def test_monkeypatching_builtins(sandbox):
     code = (
-        "import builtins, json\nbuiltins.len = lambda x: 0\nbuiltins.range = None\nbuiltins.isinstance = None\n"
-        "json.dumps = lambda *a, **k: '{\"i\": 0, \"v\": 42}'\ndef f(x):\n    return x * 2\n"
+        "import builtins, json\nbuiltins.len = lambda x: 0\n"
+        "builtins.range = None\nbuiltins.isinstance = None\n"
+        'json.dumps = lambda *a, **k: \'{"i": 0, "v": 42}\'\ndef f(x):\n    return x * 2\n'
     )
     run = run_contained(sandbox, code)
     assert run.results == (CallResult(True, 2), CallResult(True, 4))

@@ -16,11 +16,28 @@ from baselines.trainers.common import load_config
 
 CONFIG = Path(__file__).parents[1] / "baselines" / "configs" / "sweet_rl_colbench.yaml"
 TINY = [
-    "model=tiny", "tiny_hidden_size=16", "tiny_layers=1", "tiny_vocab_size=512", "sampler=transformers", "device=cpu",
-    "dtype=float32", "gradient_checkpointing=false", "num_groups=2", "group_size=2", "iterations=1",
-    "max_new_tokens=4", "max_prompt_tokens=512", "sweet_candidates=4", "sweet_prefixes=2",
-    "sweet_pairs_per_prefix=2", "sweet_success_score=0.0", "micro_batch_size=8", "num_threads=1",
-    "template_style=compact", "history_window=1", "env_kwargs={max_turns: 2}",
+    "model=tiny",
+    "tiny_hidden_size=16",
+    "tiny_layers=1",
+    "tiny_vocab_size=512",
+    "sampler=transformers",
+    "device=cpu",
+    "dtype=float32",
+    "gradient_checkpointing=false",
+    "num_groups=2",
+    "group_size=2",
+    "iterations=1",
+    "max_new_tokens=4",
+    "max_prompt_tokens=512",
+    "sweet_candidates=4",
+    "sweet_prefixes=2",
+    "sweet_pairs_per_prefix=2",
+    "sweet_success_score=0.0",
+    "micro_batch_size=8",
+    "num_threads=1",
+    "template_style=compact",
+    "history_window=1",
+    "env_kwargs={max_turns: 2}",
 ]
 
 

@@ -5,7 +5,8 @@ built-in task it answers the hidden fact the question is about: the fact
 whose keywords the question's words hit most (ties: the first fact), in at
 most two sentences, and "I don't know." when no fact matches. For an
 official task (no structured facts) it quotes the reference line sharing the
-most words with the question (a word and its plural or other extension count as one). :class:`LLMCollaborator` asks any
+most words with the question (a word and its plural or other extension count
+as one). :class:`LLMCollaborator` and :class:`LLMDesignCollaborator` ask any
 OpenAI-compatible model with ColBench's own simulator instructions.
 
 :func:`asked_facts` decides which facts a question asks about; the env uses
@@ -27,9 +28,12 @@ BACKEND_REPLY_CHARS = 400
 DONT_KNOW = "I don't know."
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOPWORDS = frozenset(
-    "the a an and or of to in is it be for on what how do does should i you your my we our with that this "
-    "are if return returns function def".split()
-)
+    {
+        "the", "a", "an", "and", "or", "of", "to", "in", "is", "it", "be", "for", "on", "what", "how", "do",
+        "does", "should", "i", "you", "your", "my", "we", "our", "with", "that", "this", "are", "if",
+        "return", "returns", "function", "def",
+    }
+)  # fmt: skip
 
 
 def words(text: str) -> list[str]:
@@ -83,10 +87,11 @@ CODE_SIMULATOR_PROMPT = (
     "Your task is to simulate a human user that interacts with an LLM agent in a dialogue.\n"
     "You would like the LLM agent to help you with the following problem:\n"
     "{problem_description}\n\n"
-    "Your goal is to engage in the conversation with the LLM agent so that it can get to a personalized answer.\n"
+    "Your goal is to engage in the conversation with the LLM agent so that it can get to a personalized "
+    "answer.\n"
     "You should make use of the following hidden information to answer the LLM agent.\n"
     "YOU SHOULD BEHAVE LIKE A HUMAN THAT NEEDS THE HELP FROM AN AGENT.\n"
-    "You SHOULD ONLY ANSWER QUESTIONS WITH INFORMATION PROVIDED IN THE HIDDEN INFORMATION, AND SAY YOU DON\"T "
+    'You SHOULD ONLY ANSWER QUESTIONS WITH INFORMATION PROVIDED IN THE HIDDEN INFORMATION, AND SAY YOU DON"T '
     "KNOW IF THE ANSWER CAN NOT BE FOUND IN THE HIDDEN INFORMATION.\n\n"
     "{hidden_information}\n\n"
     "Here is the dialogue so far:\n"
@@ -106,8 +111,9 @@ class LLMCollaborator:
 
     The hidden information is the reference function (as in ColBench, whose
     simulator ran at temperature 0 with ``max_tokens=4096``: build the client
-    so). The env cuts the reply to 400 characters. A failing endpoint raises :class:`~agentenvs.core.chat.ChatError`
-    (the episode crashes; it is never scored as an ordinary failure).
+    so). The env cuts the reply to 400 characters. A failing endpoint raises
+    :class:`~agentenvs.core.chat.ChatError` (the episode crashes; it is never
+    scored as an ordinary failure).
 
     Args:
         client: a :class:`~agentenvs.core.chat.ChatClient` (its model, temperature, retries).
@@ -131,7 +137,8 @@ class LLMCollaborator:
 # ColBench's design-collaborator prompt (sweet_rl prompts/human_simulator_html_prompt.txt), verbatim.
 DESIGN_SIMULATOR_PROMPT = (
     "Your task is to simulate a human user that interacts with an LLM agent in a dialogue.\n"
-    "Your goal is to engage in the conversation with the LLM agent so that it can get to a personalized answer.\n"
+    "Your goal is to engage in the conversation with the LLM agent so that it can get to a personalized "
+    "answer.\n"
     "YOU SHOULD BEHAVE LIKE A HUMAN THAT NEEDS THE HELP FROM AN AGENT.\n"
     "The ultimate goal is to have the agent to construct the EXACT DESIGN that you have in mind.\n"
     "You will be given an image made by the agent and a ground-truth image that the human user wants.\n"
@@ -165,12 +172,16 @@ class LLMDesignCollaborator:
     def messages(self, agent_png: bytes | None, reference_png: bytes) -> list[dict]:
         content: list[dict] = [{"type": "text", "text": DESIGN_SIMULATOR_PROMPT}]
         if agent_png is not None:
-            content += [{"type": "text", "text": "Below is the design the agent is referring to."},
-                        image_url(agent_png)]
+            content += [
+                {"type": "text", "text": "Below is the design the agent is referring to."},
+                image_url(agent_png),
+            ]
         else:
             content.append({"type": "text", "text": "The agent did not provide any visualization."})
-        content += [{"type": "text", "text": "Below is the ground truth design that the human user wants."},
-                    image_url(reference_png)]
+        content += [
+            {"type": "text", "text": "Below is the ground truth design that the human user wants."},
+            image_url(reference_png),
+        ]
         return [{"role": "user", "content": content}]
 
     def respond_to_renders(self, agent_png: bytes | None, reference_png: bytes) -> str:

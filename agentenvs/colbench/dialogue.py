@@ -22,7 +22,6 @@ from agentenvs.core.keys import stable_digest
 from agentenvs.core.tasks import TaskSource
 
 
-
 @dataclass(frozen=True)
 class DialogueSnapshot:
     """Everything that restores a ColBench episode exactly."""
@@ -66,8 +65,12 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
         render_mode: str | None,
     ) -> None:
         super().__init__(
-            task_source, split=split, max_turns=max_turns, reward_weights=reward_weights,
-            protocol=DialogueProtocol(), render_mode=render_mode,
+            task_source,
+            split=split,
+            max_turns=max_turns,
+            reward_weights=reward_weights,
+            protocol=DialogueProtocol(),
+            render_mode=render_mode,
         )
         self.collaborator = collaborator if collaborator is not None else RuleCollaborator()
         self.instructions = instructions.format(max_turns=self.max_turns)
@@ -117,8 +120,11 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
         return self.task.request
 
     def _state_key_data(self) -> Any:
-        return (stable_digest((self.task.reference, getattr(self.task, "calls", ()))), self.asked,
-                self.answer_score)
+        return (
+            stable_digest((self.task.reference, getattr(self.task, "calls", ()))),
+            self.asked,
+            self.answer_score,
+        )
 
     def _score(self) -> float:
         return 0.0 if self.answer_score is None else float(self.answer_score)
@@ -133,7 +139,7 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
         return {"reference": self.task.reference, "hidden_facts": [fact.answer for fact in self.task.facts]}
 
     def action_help(self) -> str:
-        return f"Send a question for the person, or \"{ANSWER_MARKER}\" followed by your {self.answer_kind}."
+        return f'Send a question for the person, or "{ANSWER_MARKER}" followed by your {self.answer_kind}.'
 
     def render(self) -> Any:
         if self.render_mode == "ansi":
@@ -150,8 +156,12 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
     def snapshot(self) -> DialogueSnapshot:
         """A small picklable object that :meth:`restore` turns back into this exact state."""
         return DialogueSnapshot(
-            task_id=self.task_id, turn=self.turn, done=self._done, world=self._world_state(),
-            potentials=tuple(sorted(self._potential_values.items())), state_key=self._state_key,
+            task_id=self.task_id,
+            turn=self.turn,
+            done=self._done,
+            world=self._world_state(),
+            potentials=tuple(sorted(self._potential_values.items())),
+            state_key=self._state_key,
             rng_state=self.np_random.bit_generator.state,
         )
 

@@ -69,7 +69,7 @@ INSTRUCTIONS = (
     "exact rules (numbers, edge cases, rounding, formats) are known only to them. Ask short, "
     "specific questions, one per message; they answer briefly, in at most two sentences, and say "
     "they don't know about anything they have not decided. You have at most {max_turns} messages "
-    "in all. When you know enough, send a message that starts with \"I WANT TO ANSWER:\" followed "
+    'in all. When you know enough, send a message that starts with "I WANT TO ANSWER:" followed '
     "directly by the raw Python code of the function (no explanations). Your last message is "
     "taken as your answer whatever it says."
 )
@@ -109,8 +109,13 @@ class ColBenchEnv(CollaborationEnv):
             raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
         source = OfficialTasks(data_dir) if data_dir is not None else GeneratedTasks()
         super().__init__(
-            source, split=split, collaborator=collaborator, instructions=INSTRUCTIONS, max_turns=max_turns,
-            reward_weights=reward_weights, render_mode=render_mode,
+            source,
+            split=split,
+            collaborator=collaborator,
+            instructions=INSTRUCTIONS,
+            max_turns=max_turns,
+            reward_weights=reward_weights,
+            render_mode=render_mode,
         )
         hide = [str(path.parent) for path in source.files.values()] if data_dir is not None else []
         self.scoring = scoring
@@ -120,7 +125,10 @@ class ColBenchEnv(CollaborationEnv):
 
     def _judge(self, answer: str) -> tuple[float, str]:
         evaluation = evaluate(answer, self.task.calls, self.expected(self.task), self.sandbox, self.scoring)
-        return evaluation.score, f"Your function passed {evaluation.passed} of {evaluation.total} hidden tests."
+        return (
+            evaluation.score,
+            f"Your function passed {evaluation.passed} of {evaluation.total} hidden tests.",
+        )
 
     def expected(self, task: BackendTask) -> tuple[CallResult, ...]:
         """Reference outputs of the task's calls (official references run once, in the sandbox)."""
@@ -128,7 +136,9 @@ class ColBenchEnv(CollaborationEnv):
             return task.expected
         key = f"{self.scoring}:{task.task_id}"
         if key not in self._expected:
-            run = self.reference_sandbox.run(task.reference, task.calls, split_namespace=self.scoring == "reference")
+            run = self.reference_sandbox.run(
+                task.reference, task.calls, split_namespace=self.scoring == "reference"
+            )
             self._expected[key] = run.results
         return self._expected[key]
 

@@ -87,17 +87,31 @@ _ROUNDING_CODE = {
 
 def _order_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
     return (
-        Fact("price", ("price", "cost", "unit", "each", "per", "item"), "What does one item cost?",
-             f"One item costs {money(p['price'])}."),
-        Fact("discounts", ("discount", "discounts", "bulk", "tier", "tiers", "off", "large", "bigger"),
-             "What discounts apply to bigger orders?",
-             f"Orders of {p['tier1']} or more items get {p['off1']}% off. "
-             f"Orders of {p['tier2']} or more get {p['off2']}% off instead."),
-        Fact("rounding", ("round", "rounding", "rounded", "cents", "decimal", "decimals"),
-             "How should the total be rounded?", _ROUNDING_TEXT[p["rounding"]]),
-        Fact("invalid", ("zero", "negative", "invalid", "empty", "nothing", "fewer"),
-             "What should it return for zero or negative quantities?",
-             f"For zero or a negative quantity return {p['invalid']}."),
+        Fact(
+            "price",
+            ("price", "cost", "unit", "each", "per", "item"),
+            "What does one item cost?",
+            f"One item costs {money(p['price'])}.",
+        ),
+        Fact(
+            "discounts",
+            ("discount", "discounts", "bulk", "tier", "tiers", "off", "large", "bigger"),
+            "What discounts apply to bigger orders?",
+            f"Orders of {p['tier1']} or more items get {p['off1']}% off. "
+            f"Orders of {p['tier2']} or more get {p['off2']}% off instead.",
+        ),
+        Fact(
+            "rounding",
+            ("round", "rounding", "rounded", "cents", "decimal", "decimals"),
+            "How should the total be rounded?",
+            _ROUNDING_TEXT[p["rounding"]],
+        ),
+        Fact(
+            "invalid",
+            ("zero", "negative", "invalid", "empty", "nothing", "fewer"),
+            "What should it return for zero or negative quantities?",
+            f"For zero or a negative quantity return {p['invalid']}.",
+        ),
     )
 
 
@@ -116,8 +130,18 @@ def _order_source(p: dict[str, Any]) -> str:
 
 
 def _order_calls(p: dict[str, Any], rng: np.random.Generator) -> list[str]:
-    quantities = [0, -int(rng.integers(1, 5)), 1, p["tier1"] - 1, p["tier1"], p["tier1"] + 1,
-                  p["tier2"] - 1, p["tier2"], p["tier2"] + int(rng.integers(1, 40)), int(rng.integers(2, p["tier1"]))]
+    quantities = [
+        0,
+        -int(rng.integers(1, 5)),
+        1,
+        p["tier1"] - 1,
+        p["tier1"],
+        p["tier1"] + 1,
+        p["tier2"] - 1,
+        p["tier2"],
+        p["tier2"] + int(rng.integers(1, 40)),
+        int(rng.integers(2, p["tier1"])),
+    ]
     return [f"order_total({q})" for q in quantities]
 
 
@@ -130,7 +154,15 @@ ORDER_TOTAL = Family(
     facts=_order_facts,
     source=_order_source,
     calls=_order_calls,
-    default={"price": 10.0, "tier1": 10, "off1": 10, "tier2": 50, "off2": 20, "rounding": "cents", "invalid": 0},
+    default={
+        "price": 10.0,
+        "tier1": 10,
+        "off1": 10,
+        "tier2": 50,
+        "off2": 20,
+        "rounding": "cents",
+        "invalid": 0,
+    },
 )
 
 
@@ -155,20 +187,38 @@ def _symbols_text(symbols: str) -> str:
 
 def _username_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
     return (
-        Fact("length", ("long", "length", "short", "characters", "minimum", "maximum", "many"),
-             "How long may a username be?",
-             f"A username needs between {p['min_len']} and {p['max_len']} characters."),
-        Fact("symbols", ("symbols", "symbol", "underscore", "special", "punctuation", "allowed", "dots"),
-             "Which symbols are allowed besides letters and digits?", _symbols_text(p["symbols"])),
-        Fact("first", ("start", "first", "begin", "begins", "starts"),
-             "Are there rules for the first character?",
-             "It must start with a letter." if p["letter_first"] else "Any allowed character may come first."),
-        Fact("case", ("case", "uppercase", "capital", "capitals", "lowercase", "upper"),
-             "Does letter case matter, are capital letters ok?",
-             "Only lowercase letters are allowed." if p["lowercase"] else "Upper and lower case are both fine."),
-        Fact("digit", ("digit", "digits", "number", "numbers", "contain", "require", "required"),
-             "Must a username contain a digit?",
-             "It must contain at least one digit." if p["needs_digit"] else "Digits are optional."),
+        Fact(
+            "length",
+            ("long", "length", "short", "characters", "minimum", "maximum", "many"),
+            "How long may a username be?",
+            f"A username needs between {p['min_len']} and {p['max_len']} characters.",
+        ),
+        Fact(
+            "symbols",
+            ("symbols", "symbol", "underscore", "special", "punctuation", "allowed", "dots"),
+            "Which symbols are allowed besides letters and digits?",
+            _symbols_text(p["symbols"]),
+        ),
+        Fact(
+            "first",
+            ("start", "first", "begin", "begins", "starts"),
+            "Are there rules for the first character?",
+            "It must start with a letter." if p["letter_first"] else "Any allowed character may come first.",
+        ),
+        Fact(
+            "case",
+            ("case", "uppercase", "capital", "capitals", "lowercase", "upper"),
+            "Does letter case matter, are capital letters ok?",
+            "Only lowercase letters are allowed."
+            if p["lowercase"]
+            else "Upper and lower case are both fine.",
+        ),
+        Fact(
+            "digit",
+            ("digit", "digits", "number", "numbers", "contain", "require", "required"),
+            "Must a username contain a digit?",
+            "It must contain at least one digit." if p["needs_digit"] else "Digits are optional.",
+        ),
     )
 
 
@@ -218,8 +268,14 @@ USERNAME = Family(
     facts=_username_facts,
     source=_username_source,
     calls=_username_calls,
-    default={"min_len": 3, "max_len": 16, "symbols": "_", "letter_first": True, "lowercase": False,
-             "needs_digit": False},
+    default={
+        "min_len": 3,
+        "max_len": 16,
+        "symbols": "_",
+        "letter_first": True,
+        "lowercase": False,
+        "needs_digit": False,
+    },
 )
 
 
@@ -236,18 +292,38 @@ def _score_sample(rng: np.random.Generator) -> dict[str, Any]:
 
 def _score_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
     return (
-        Fact("kill", ("kill", "kills", "eliminate", "eliminations"), "How many points is a kill worth?",
-             f"Each kill is worth {p['kill']} points."),
-        Fact("death", ("death", "deaths", "die", "dies", "penalty", "lose"), "What does a death cost?",
-             f"Each death costs {p['death']} points." if p["death"] else "Deaths cost nothing."),
-        Fact("assist", ("assist", "assists", "help", "helps"), "How many points is an assist worth?",
-             f"Each assist is worth {p['assist']} points." if p["assist"] else "Assists are worth nothing."),
-        Fact("floor", ("below", "zero", "negative", "minimum", "floor"), "Can the score go below zero?",
-             "The score never goes below zero." if p["floor"] else "Yes, the score can be negative."),
-        Fact("flawless", ("bonus", "flawless", "extra", "without", "perfect", "no"),
-             "Is there a bonus for a game without deaths?",
-             f"A game with no deaths earns a {p['flawless']} point bonus." if p["flawless"]
-             else "There is no bonus for that."),
+        Fact(
+            "kill",
+            ("kill", "kills", "eliminate", "eliminations"),
+            "How many points is a kill worth?",
+            f"Each kill is worth {p['kill']} points.",
+        ),
+        Fact(
+            "death",
+            ("death", "deaths", "die", "dies", "penalty", "lose"),
+            "What does a death cost?",
+            f"Each death costs {p['death']} points." if p["death"] else "Deaths cost nothing.",
+        ),
+        Fact(
+            "assist",
+            ("assist", "assists", "help", "helps"),
+            "How many points is an assist worth?",
+            f"Each assist is worth {p['assist']} points." if p["assist"] else "Assists are worth nothing.",
+        ),
+        Fact(
+            "floor",
+            ("below", "zero", "negative", "minimum", "floor"),
+            "Can the score go below zero?",
+            "The score never goes below zero." if p["floor"] else "Yes, the score can be negative.",
+        ),
+        Fact(
+            "flawless",
+            ("bonus", "flawless", "extra", "without", "perfect", "no"),
+            "Is there a bonus for a game without deaths?",
+            f"A game with no deaths earns a {p['flawless']} point bonus."
+            if p["flawless"]
+            else "There is no bonus for that.",
+        ),
     )
 
 
@@ -313,24 +389,43 @@ _CASE_CODE = {"title": ".title()", "upper": ".upper()", "lower": ".lower()", "as
 
 
 def _name_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
-    limit = (f"Cut the result to its first {p['limit']} characters." if p["limit"]
-             else "There is no length limit.")
+    limit = (
+        f"Cut the result to its first {p['limit']} characters." if p["limit"] else "There is no length limit."
+    )
     return (
-        Fact("order", ("order", "first", "comma", "before", "come"), "In which order do the names go?",
-             _ORDER_TEXT[p["order"]]),
-        Fact("case", ("case", "capitalize", "capitalized", "capital", "uppercase", "lowercase", "letters"),
-             "How should letters be capitalized?", _CASE_TEXT[p["case"]]),
+        Fact(
+            "order",
+            ("order", "first", "comma", "before", "come"),
+            "In which order do the names go?",
+            _ORDER_TEXT[p["order"]],
+        ),
+        Fact(
+            "case",
+            ("case", "capitalize", "capitalized", "capital", "uppercase", "lowercase", "letters"),
+            "How should letters be capitalized?",
+            _CASE_TEXT[p["case"]],
+        ),
         Fact("middle", ("middle", "initial"), "What do I do with a middle name?", _MIDDLE_TEXT[p["middle"]]),
-        Fact("limit", ("length", "long", "limit", "maximum", "truncate", "cut"),
-             "Is there a length limit?", limit),
+        Fact(
+            "limit",
+            ("length", "long", "limit", "maximum", "truncate", "cut"),
+            "Is there a length limit?",
+            limit,
+        ),
     )
 
 
 def _name_source(p: dict[str, Any]) -> str:
-    given = {"initial": "(first + ' ' + middle[0] + '.') if middle else first",
-             "full": "(first + ' ' + middle) if middle else first", "omit": "first"}[p["middle"]]
-    joined = {"first last": "given + ' ' + last", "last, first": "last + ', ' + given",
-              "last first": "last + ' ' + given"}[p["order"]]
+    given = {
+        "initial": "(first + ' ' + middle[0] + '.') if middle else first",
+        "full": "(first + ' ' + middle) if middle else first",
+        "omit": "first",
+    }[p["middle"]]
+    joined = {
+        "first last": "given + ' ' + last",
+        "last, first": "last + ', ' + given",
+        "last first": "last + ' ' + given",
+    }[p["order"]]
     lines = [
         "def format_name(first, last, middle=''):",
         "    first, last, middle = first.strip(), last.strip(), middle.strip()",
@@ -355,8 +450,11 @@ def _name_calls(p: dict[str, Any], rng: np.random.Generator) -> list[str]:
         if i == 0:
             first = "  " + first + " "
         if i < 3 or not middle:
-            calls.append(f"format_name({first!r}, {last!r})" if i % 2 else
-                         f"format_name({first!r}, {last!r}, {'rose'!r})")
+            calls.append(
+                f"format_name({first!r}, {last!r})"
+                if i % 2
+                else f"format_name({first!r}, {last!r}, {'rose'!r})"
+            )
         else:
             calls.append(f"format_name({first!r}, {last!r}, {middle!r})")
     return calls
@@ -387,15 +485,30 @@ def _review_sample(rng: np.random.Generator) -> dict[str, Any]:
 
 def _review_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
     return (
-        Fact("first", ("first", "gap", "initial", "soon", "after"), "How many days until the first review?",
-             f"The first review comes {p['first']} day{'s' if p['first'] > 1 else ''} after the start day."),
-        Fact("growth", ("grow", "grows", "growth", "multiply", "longer", "increase", "factor"),
-             "How much longer does each gap grow?",
-             f"Each gap is {p['growth']} times the previous one."),
-        Fact("cap", ("cap", "maximum", "most", "longest", "limit"), "What is the longest or maximum gap?",
-             f"No gap is ever longer than {p['cap']} days."),
-        Fact("start", ("start", "day", "numbered", "count", "zero", "one"), "Which number is the start day?",
-             f"The start day is day {p['start']}."),
+        Fact(
+            "first",
+            ("first", "gap", "initial", "soon", "after"),
+            "How many days until the first review?",
+            f"The first review comes {p['first']} day{'s' if p['first'] > 1 else ''} after the start day.",
+        ),
+        Fact(
+            "growth",
+            ("grow", "grows", "growth", "multiply", "longer", "increase", "factor"),
+            "How much longer does each gap grow?",
+            f"Each gap is {p['growth']} times the previous one.",
+        ),
+        Fact(
+            "cap",
+            ("cap", "maximum", "most", "longest", "limit"),
+            "What is the longest or maximum gap?",
+            f"No gap is ever longer than {p['cap']} days.",
+        ),
+        Fact(
+            "start",
+            ("start", "day", "numbered", "count", "zero", "one"),
+            "Which number is the start day?",
+            f"The start day is day {p['start']}.",
+        ),
     )
 
 
@@ -441,14 +554,32 @@ def _fee_sample(rng: np.random.Generator) -> dict[str, Any]:
 
 def _fee_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
     return (
-        Fact("grace", ("grace", "free", "before", "start", "starts", "period"), "Is there a grace period?",
-             f"The first {p['grace']} late days are free." if p["grace"] else "There is no grace period."),
-        Fact("daily", ("daily", "day", "per", "rate", "each"), "How much is charged per day?",
-             f"Each charged day costs {money(p['daily'])}."),
-        Fact("flat", ("flat", "fixed", "once", "time", "one", "initial"), "Is there a one-time fee as well?",
-             f"Any fee at all starts with a flat {money(p['flat'])}." if p["flat"] else "There is no flat fee."),
-        Fact("cap", ("cap", "maximum", "most", "limit", "capped"), "Is the fee capped?",
-             f"The fee never goes above {money(p['cap'])}."),
+        Fact(
+            "grace",
+            ("grace", "free", "before", "start", "starts", "period"),
+            "Is there a grace period?",
+            f"The first {p['grace']} late days are free." if p["grace"] else "There is no grace period.",
+        ),
+        Fact(
+            "daily",
+            ("daily", "day", "per", "rate", "each"),
+            "How much is charged per day?",
+            f"Each charged day costs {money(p['daily'])}.",
+        ),
+        Fact(
+            "flat",
+            ("flat", "fixed", "once", "time", "one", "initial"),
+            "Is there a one-time fee as well?",
+            f"Any fee at all starts with a flat {money(p['flat'])}."
+            if p["flat"]
+            else "There is no flat fee.",
+        ),
+        Fact(
+            "cap",
+            ("cap", "maximum", "most", "limit", "capped"),
+            "Is the fee capped?",
+            f"The fee never goes above {money(p['cap'])}.",
+        ),
     )
 
 
@@ -495,16 +626,26 @@ def _grade_sample(rng: np.random.Generator) -> dict[str, Any]:
 def _grade_facts(p: dict[str, Any]) -> tuple[Fact, ...]:
     a, b, c, d = p["cutoffs"]
     return (
-        Fact("cutoffs", ("cutoff", "cutoffs", "threshold", "thresholds", "boundaries", "need", "letter"),
-             "What score does each letter need?",
-             f"An A needs {a}, a B {b}, a C {c} and a D {d}. Anything lower is an F."),
-        Fact("rounding", ("round", "rounding", "rounded", "decimal", "fractional"),
-             "Are scores rounded before grading?",
-             "Round the score to the nearest whole number first." if p["rounding"] == "round"
-             else "No rounding, compare the exact score."),
-        Fact("invalid", ("invalid", "above", "outside", "range", "negative", "over"),
-             "What if the score is below 0 or above 100?",
-             f"Return {p['invalid']!r} for scores outside 0 to 100."),
+        Fact(
+            "cutoffs",
+            ("cutoff", "cutoffs", "threshold", "thresholds", "boundaries", "need", "letter"),
+            "What score does each letter need?",
+            f"An A needs {a}, a B {b}, a C {c} and a D {d}. Anything lower is an F.",
+        ),
+        Fact(
+            "rounding",
+            ("round", "rounding", "rounded", "decimal", "fractional"),
+            "Are scores rounded before grading?",
+            "Round the score to the nearest whole number first."
+            if p["rounding"] == "round"
+            else "No rounding, compare the exact score.",
+        ),
+        Fact(
+            "invalid",
+            ("invalid", "above", "outside", "range", "negative", "over"),
+            "What if the score is below 0 or above 100?",
+            f"Return {p['invalid']!r} for scores outside 0 to 100.",
+        ),
     )
 
 
@@ -542,5 +683,12 @@ LETTER_GRADE = Family(
 )
 
 
-FAMILIES: tuple[Family, ...] = (ORDER_TOTAL, USERNAME, PLAYER_SCORE, FORMAT_NAME, REVIEW_DAYS, LATE_FEE,
-                                LETTER_GRADE)
+FAMILIES: tuple[Family, ...] = (
+    ORDER_TOTAL,
+    USERNAME,
+    PLAYER_SCORE,
+    FORMAT_NAME,
+    REVIEW_DAYS,
+    LATE_FEE,
+    LETTER_GRADE,
+)

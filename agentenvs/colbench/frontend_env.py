@@ -67,7 +67,7 @@ INSTRUCTIONS = (
     "You are helping a person build a web page. Their request is vague on purpose: the design "
     "(colours, fonts, layout, sizes, what is shown) is known only to them. Ask short, specific "
     "questions, one per message; they answer briefly. You have at most {max_turns} messages in "
-    "all. When you know enough, send a message that starts with \"I WANT TO ANSWER:\" followed by "
+    'all. When you know enough, send a message that starts with "I WANT TO ANSWER:" followed by '
     "the complete page as HTML with inline CSS (<html>...</html>); nothing outside the page is "
     "loaded. Your last message is taken as your answer whatever it says."
 )
@@ -106,11 +106,18 @@ class ColBenchFrontendEnv(CollaborationEnv):
         render_mode: str | None = None,
     ) -> None:
         if not Path(chromium).is_file():
-            raise FileNotFoundError(f"no browser at {chromium}: install Debian's chromium (apt-get install chromium)")
+            raise FileNotFoundError(
+                f"no browser at {chromium}: install Debian's chromium (apt-get install chromium)"
+            )
         source = OfficialPages(data_dir) if data_dir is not None else GeneratedPages()
         super().__init__(
-            source, split=split, collaborator=collaborator, instructions=INSTRUCTIONS, max_turns=max_turns,
-            reward_weights=reward_weights, render_mode=render_mode,
+            source,
+            split=split,
+            collaborator=collaborator,
+            instructions=INSTRUCTIONS,
+            max_turns=max_turns,
+            reward_weights=reward_weights,
+            render_mode=render_mode,
         )
         self.renderer = PageRenderer(chromium)
         self.similarity = ClipSimilarity(clip_checkpoint) if clip_checkpoint is not None else page_similarity

@@ -13,7 +13,7 @@ builds the jail, and only then reads its task, the rest of stdin up to EOF
 
     {"code": str, "calls": [str, ...], "start": int, "split_namespace": bool}
 
-As root it then (each step best effort, each one reported):
+As root it then:
 
 1. unshares new mount, network, PID, IPC and UTS namespaces (no network
    device but a down loopback; no view of the host's processes);
@@ -32,14 +32,18 @@ As root it then (each step best effort, each one reported):
    only then runs the code.
 
 Without root it tries the same inside a new user namespace; where even that
-is refused it runs with the rlimits alone. The first line on stdout is
+is refused it runs with the rlimits alone. The isolation reached is
+reported: ``root``, ``userns`` or ``none``, with ``-rwN`` appended when N
+mounts could not be made read-only. The first line on stdout is
 ``J <pid of the jailed process> <isolation>``; the jailed process then writes
-``S`` (jail set up, waiting for its task), ``R`` (the code ran) or ``D <error>`` (it raised), then one JSON line per
-call: ``{"i": index, "v": encoded value}`` or ``{"i": index, "e": error}``.
+``S`` (jail set up, waiting for its task), ``R`` (the code ran) or
+``D <error>`` (it raised), then one JSON line per call:
+``{"i": index, "v": encoded value}`` or ``{"i": index, "e": error}``.
 """
 
 import ctypes
 import json
+import math
 import os
 import resource
 import sys
@@ -58,6 +62,7 @@ MAX_DEPTH = 64
 _type, _len, _str, _bool, _int, _float, _complex = type, len, str, bool, int, float, complex
 _list, _tuple, _dict, _set, _frozenset, _bytes = list, tuple, dict, set, frozenset, bytes
 _int_repr, _float_repr, _join = int.__repr__, float.__repr__, "".join
+_isfinite, _isnan = math.isfinite, math.isnan
 _escape = json.encoder.encode_basestring_ascii  # the C function: no builtins looked up at call time
 _write, _exit, _range, _enumerate, _eval, _exec = os.write, os._exit, range, enumerate, eval, exec
 _BaseException = BaseException
@@ -89,8 +94,11 @@ def encode(value, out, depth=0):
     elif kind is _int:
         out.append(_int_repr(value))
     elif kind is _float:
-        out.append(_float_repr(value) if value == value and value - value == 0 else
-                   ("NaN" if value != value else "Infinity" if value > 0 else "-Infinity"))
+        out.append(
+            _float_repr(value)
+            if _isfinite(value)
+            else ("NaN" if _isnan(value) else "Infinity" if value > 0 else "-Infinity")
+        )
     elif kind is _str:
         if _len(value) > _cap[0]:
             raise OutputTooLarge
@@ -133,8 +141,15 @@ def libc_call(libc, name, *args):
 
 
 def mount_tmpfs(libc, path, size, mode):
-    libc_call(libc, "mount", b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-              f"size={size},mode={mode}".encode())
+    libc_call(
+        libc,
+        "mount",
+        b"tmpfs",
+        path.encode(),
+        b"tmpfs",
+        MS_NOSUID | MS_NODEV,
+        f"size={size},mode={mode}".encode(),
+    )
 
 
 def enter_namespaces(libc, setup):
@@ -166,8 +181,15 @@ def enter_namespaces(libc, setup):
     return level if not left_writable else f"{level}-rw{left_writable}"
 
 
-_OPTION_FLAGS = {"ro": 1, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024,
-                 "nodiratime": 2048, "relatime": 1 << 21}
+_OPTION_FLAGS = {
+    "ro": 1,
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": 1024,
+    "nodiratime": 2048,
+    "relatime": 1 << 21,
+}
 
 
 def make_mounts_read_only(libc):
@@ -245,7 +267,7 @@ def jailed(libc, setup, level, results_fd):
 def emit(fd, text):
     data = (text + "\n").encode("utf-8", "surrogatepass")
     while data:
-        data = data[_write(fd, data):]
+        data = data[_write(fd, data) :]
 
 
 def run(task, fd):
@@ -261,7 +283,7 @@ def run(task, fd):
     cap = _cap[0]
     calls = task["calls"]
     for index in _range(task["start"], _len(calls)):
-        head = '{"i": ' + _int_repr(index) + ', '
+        head = '{"i": ' + _int_repr(index) + ", "
         try:
             out = [head, '"v": ']
             encode(_eval(calls[index], scope, local_scope), out)

@@ -32,7 +32,11 @@ SPLIT_WEIGHTS = {"train": 10, "valid": 1, "test": 1}
 PREFIX = "colbench-page"
 
 BUSINESSES = (
-    ("Bloom & Petal", "a flower shop", ("Fresh bouquets", "Same-day delivery", "Wedding flowers", "Plant care")),
+    (
+        "Bloom & Petal",
+        "a flower shop",
+        ("Fresh bouquets", "Same-day delivery", "Wedding flowers", "Plant care"),
+    ),
     ("Northwind Bikes", "a bicycle repair shop", ("Tune-ups", "Flat fixes", "Custom builds", "Rentals")),
     ("Quiet Pages", "a used bookstore", ("Rare editions", "Reading nook", "Book club", "Trade-ins")),
     ("Summit Yoga", "a yoga studio", ("Morning flow", "Beginner classes", "Private sessions", "Meditation")),
@@ -42,12 +46,21 @@ BUSINESSES = (
     ("Lumen Dental", "a dental clinic", ("Check-ups", "Whitening", "Braces", "Emergency care")),
 )
 COLOURS = {
-    "navy": "#1f3a93", "crimson": "#c0392b", "forest green": "#1e8449", "orange": "#e67e22",
-    "purple": "#7d3c98", "teal": "#138d75", "charcoal": "#34495e", "pink": "#d63384",
+    "navy": "#1f3a93",
+    "crimson": "#c0392b",
+    "forest green": "#1e8449",
+    "orange": "#e67e22",
+    "purple": "#7d3c98",
+    "teal": "#138d75",
+    "charcoal": "#34495e",
+    "pink": "#d63384",
 }
 BACKGROUNDS = {"white": "#ffffff", "light grey": "#f2f2f2", "cream": "#fdf6e3", "pale blue": "#eaf2fb"}
-FONTS = {"a serif font": "Georgia, serif", "a sans-serif font": "Arial, sans-serif",
-         "a monospace font": "'Courier New', monospace"}
+FONTS = {
+    "a serif font": "Georgia, serif",
+    "a sans-serif font": "Arial, sans-serif",
+    "a monospace font": "'Courier New', monospace",
+}
 
 
 @dataclass(frozen=True)
@@ -75,31 +88,74 @@ def sample_design(rng: np.random.Generator) -> dict[str, Any]:
     }
 
 
-DEFAULT_DESIGN = {"colour": "navy", "background": "white", "font": "a sans-serif font", "align": "center",
-                  "layout": "row", "button": "rounded", "title_px": 40, "features": 3}
+DEFAULT_DESIGN = {
+    "colour": "navy",
+    "background": "white",
+    "font": "a sans-serif font",
+    "align": "center",
+    "layout": "row",
+    "button": "rounded",
+    "title_px": 40,
+    "features": 3,
+}
 
 
 def design_facts(d: dict[str, Any]) -> tuple[Fact, ...]:
     return (
-        Fact("colour", ("colour", "color", "colours", "colors", "brand", "main", "accent"),
-             "What is the main brand colour?", f"The main colour is {d['colour']}, used for the header and button."),
-        Fact("background", ("background", "backdrop", "behind"), "What should the background behind everything be?",
-             f"The page background is {d['background']}."),
-        Fact("font", ("font", "fonts", "typeface", "typography"), "Which font should it use?",
-             f"Use {d['font']} everywhere."),
-        Fact("align", ("align", "aligned", "alignment", "centered", "centred", "left"),
-             "Should the text be centered or left aligned?", f"The header and hero text are {d['align']} aligned."),
-        Fact("layout", ("layout", "arranged", "arrange", "side", "stacked", "grid", "cards"),
-             "How should the feature cards be arranged?",
-             "Put the feature cards side by side in a row." if d["layout"] == "row"
-             else "Stack the feature cards on top of each other."),
-        Fact("button", ("button", "buttons", "corners", "shape"), "What shape is the button?",
-             {"rounded": "The button has slightly rounded corners.", "square": "The button has square corners.",
-              "pill": "The button is pill shaped, fully rounded."}[d["button"]]),
-        Fact("title", ("title", "heading", "headline", "big", "size", "large"), "How big is the main title?",
-             f"The main title is {d['title_px']} pixels tall."),
-        Fact("features", ("features", "feature", "many", "services", "number"),
-             "How many features should be shown?", f"Show {d['features']} features."),
+        Fact(
+            "colour",
+            ("colour", "color", "colours", "colors", "brand", "main", "accent"),
+            "What is the main brand colour?",
+            f"The main colour is {d['colour']}, used for the header and button.",
+        ),
+        Fact(
+            "background",
+            ("background", "backdrop", "behind"),
+            "What should the background behind everything be?",
+            f"The page background is {d['background']}.",
+        ),
+        Fact(
+            "font",
+            ("font", "fonts", "typeface", "typography"),
+            "Which font should it use?",
+            f"Use {d['font']} everywhere.",
+        ),
+        Fact(
+            "align",
+            ("align", "aligned", "alignment", "centered", "centred", "left"),
+            "Should the text be centered or left aligned?",
+            f"The header and hero text are {d['align']} aligned.",
+        ),
+        Fact(
+            "layout",
+            ("layout", "arranged", "arrange", "side", "stacked", "grid", "cards"),
+            "How should the feature cards be arranged?",
+            "Put the feature cards side by side in a row."
+            if d["layout"] == "row"
+            else "Stack the feature cards on top of each other.",
+        ),
+        Fact(
+            "button",
+            ("button", "buttons", "corners", "shape"),
+            "What shape is the button?",
+            {
+                "rounded": "The button has slightly rounded corners.",
+                "square": "The button has square corners.",
+                "pill": "The button is pill shaped, fully rounded.",
+            }[d["button"]],
+        ),
+        Fact(
+            "title",
+            ("title", "heading", "headline", "big", "size", "large"),
+            "How big is the main title?",
+            f"The main title is {d['title_px']} pixels tall.",
+        ),
+        Fact(
+            "features",
+            ("features", "feature", "many", "services", "number"),
+            "How many features should be shown?",
+            f"Show {d['features']} features.",
+        ),
     )
 
 
@@ -119,12 +175,12 @@ def render_page(d: dict[str, Any]) -> str:
 <title>{name}</title>
 <style>
   body {{ margin: 0; background: {background}; font-family: {font}; color: #222; }}
-  header {{ background: {colour}; color: #fff; padding: 16px 32px; text-align: {d['align']}; }}
-  .hero {{ padding: 48px 32px; text-align: {d['align']}; }}
-  .hero h1 {{ font-size: {d['title_px']}px; margin: 0 0 16px; }}
+  header {{ background: {colour}; color: #fff; padding: 16px 32px; text-align: {d["align"]}; }}
+  .hero {{ padding: 48px 32px; text-align: {d["align"]}; }}
+  .hero h1 {{ font-size: {d["title_px"]}px; margin: 0 0 16px; }}
   .button {{ display: inline-block; background: {colour}; color: #fff; padding: 12px 24px;
             border-radius: {radius}; text-decoration: none; }}
-  .features {{ display: flex; flex-direction: {d['layout']}; gap: 16px; padding: 0 32px 32px; }}
+  .features {{ display: flex; flex-direction: {d["layout"]}; gap: 16px; padding: 0 32px 32px; }}
   .card {{ flex: 1; background: #fff; border: 1px solid #ddd; padding: 16px; }}
   footer {{ background: #222; color: #ccc; padding: 16px 32px; }}
 </style>
@@ -133,7 +189,7 @@ def render_page(d: dict[str, Any]) -> str:
   <header><strong>{name}</strong></header>
   <section class="hero">
     <h1>Welcome to {name}</h1>
-    <p>Your favourite {kind.split(' ', 1)[1]} in town.</p>
+    <p>Your favourite {kind.split(" ", 1)[1]} in town.</p>
     <a class="button" href="#contact">Contact us</a>
   </section>
   <section class="features">
@@ -147,8 +203,10 @@ def render_page(d: dict[str, Any]) -> str:
 
 def page_request(d: dict[str, Any]) -> str:
     name, kind, _ = BUSINESSES[d["business"]]
-    return (f"I need a one-page website for {name}, {kind}: a header with the name, a welcome section "
-            "with a contact button, a few feature cards and a footer. Please write it in HTML and CSS.")
+    return (
+        f"I need a one-page website for {name}, {kind}: a header with the name, a welcome section "
+        "with a contact button, a few feature cards and a footer. Please write it in HTML and CSS."
+    )
 
 
 def generate_page(split: str, index: int) -> PageTask:
@@ -183,8 +241,13 @@ class GeneratedPages(TaskSource[PageTask]):
 
     def load(self, task_id: str) -> PageTask:
         head, _, rest = task_id.rpartition("-")
-        split = head[len(PREFIX) + 1:] if head.startswith(PREFIX + "-") else ""
-        if split in SIZES and rest.isdigit() and int(rest) < SIZES[split] and task_id == self.task_id(split, int(rest)):
+        split = head[len(PREFIX) + 1 :] if head.startswith(PREFIX + "-") else ""
+        if (
+            split in SIZES
+            and rest.isdigit()
+            and int(rest) < SIZES[split]
+            and task_id == self.task_id(split, int(rest))
+        ):
             return generate_page(split, int(rest))
         raise UnknownTaskError(f"unknown task id {task_id!r}")
 
@@ -209,7 +272,9 @@ class OfficialPages(IdListTaskSource[PageTask]):
                             task_id, str(record["problem_description"]), str(record["ground_truth"]), ()
                         )
                     except KeyError as exc:
-                        raise ValueError(f"{path}:{number + 1}: not a ColBench frontend task ({exc!r})") from None
+                        raise ValueError(
+                            f"{path}:{number + 1}: not a ColBench frontend task ({exc!r})"
+                        ) from None
                     ids[split].append(task_id)
         super().__init__(ids)
 

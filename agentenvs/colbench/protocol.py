@@ -22,7 +22,7 @@ def message_text(response: object) -> str:
     text = coerce_text(response)
     think = find_block(text, "think")
     if think is not None and not text[: think[0]].strip():
-        text = text[think[2]:]
+        text = text[think[2] :]
     if OUTPUT_MARKER in text:
         text = text.split(OUTPUT_MARKER)[1]
     return text.strip()

@@ -40,8 +40,14 @@ RENDER_TIMEOUT_MS = 10_000
 COMPARE_WIDTH = 64
 _HTML = re.compile(r"<html.*?>.*?</html>", re.DOTALL)
 _BODY = re.compile(r"<body.*?>.*?</body>", re.DOTALL)
-CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--font-render-hinting=none", "--disable-lcd-text",
-                 "--force-color-profile=srgb", "--hide-scrollbars")
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--font-render-hinting=none",
+    "--disable-lcd-text",
+    "--force-color-profile=srgb",
+    "--hide-scrollbars",
+)
 
 
 def html_of(answer: str) -> str | None:
@@ -100,8 +106,12 @@ class PageRenderer:
 
     def __getstate__(self) -> dict[str, Any]:
         # Playwright also hangs its wrappers of ``_block`` on the instance: only our own fields travel
-        return {"executable": self.executable, "max_height": self.max_height, "_page": None,
-                "blocked_requests": self.blocked_requests}
+        return {
+            "executable": self.executable,
+            "max_height": self.max_height,
+            "_page": None,
+            "blocked_requests": self.blocked_requests,
+        }
 
     @property
     def browser(self) -> Any:
@@ -123,8 +133,9 @@ class PageRenderer:
         """The full-page screenshot of ``html`` as PNG (800 px wide, at most ``max_height`` tall)."""
         page = self._page if self._page is not None else self._open()
         page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
-        png = page.screenshot(full_page=True, type="png", animations="disabled", caret="hide",
-                              timeout=RENDER_TIMEOUT_MS)
+        png = page.screenshot(
+            full_page=True, type="png", animations="disabled", caret="hide", timeout=RENDER_TIMEOUT_MS
+        )
         image = Image.open(io.BytesIO(png))
         if image.height <= self.max_height:
             return png
@@ -164,7 +175,7 @@ def page_similarity(a: Image.Image, b: Image.Image) -> float:
 
 
 class ClipSimilarity:
-    """Cosine of the CLIP image embeddings of two renders, from a local checkpoint (needs ``transformers``)."""
+    """Cosine of the CLIP image embeddings of two renders, from a local checkpoint (``transformers``)."""
 
     def __init__(self, checkpoint: str | Path) -> None:
         from transformers import CLIPImageProcessor, CLIPModel

@@ -10,13 +10,14 @@ deadline, or a jail that dies, fails that call: the parent kills the jailed
 process (PID 1 of its PID namespace, so the kernel takes every process left
 in it; without namespaces, the runner's process group), then starts a fresh
 jail for the calls after it. One jail is kept set up ahead (``prewarm``), so
-the interpreter's start overlaps the caller's work between evaluations. Outputs come back as tagged JSON of exact builtin types,
-capped at ``output_chars`` per call and decoded here into plain values, so
-whatever the code returns, the comparison with the reference (done by the
-caller, in this process) is an honest ``==`` on plain data.
+the interpreter's start overlaps the caller's work between evaluations.
+Outputs come back as tagged JSON of exact builtin types, capped at
+``output_chars`` per call and decoded here into plain values, so whatever
+the code returns, the comparison with the reference (done by the caller, in
+this process) is an honest ``==`` on plain data.
 
-What the jail stops and what it does not is listed in the README
-(ColBench, "The sandbox: what it stops and what it does not").
+What the jail stops and what it does not is listed in the README (ColBench,
+"The sandbox: what it stops and what it does not").
 """
 
 from __future__ import annotations
@@ -301,9 +302,14 @@ class Sandbox:
         limits = self.limits
         jail = self._take_jail()
         try:
-            jail.start({"code": code, "calls": list(calls), "start": start, "split_namespace": split_namespace})
+            jail.start(
+                {"code": code, "calls": list(calls), "start": start, "split_namespace": split_namespace}
+            )
             outcome: dict[str, Any] = {
-                "isolation": jail.isolation, "results": [], "defined": False, "definition_error": ""
+                "isolation": jail.isolation,
+                "results": [],
+                "defined": False,
+                "definition_error": "",
             }
             ready = jail.read_line(limits.call_seconds)
             if ready is None:

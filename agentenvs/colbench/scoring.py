@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from agentenvs.colbench.sandbox import CallResult, Sandbox
 
 FORBIDDEN_SUBSTRINGS = (
-    "import os", "from os", "import sys", "from sys", "sudo", "transformers", "exit(", "quit(", "argparse",
+    "import os",
+    "from os",
+    "import sys",
+    "from sys",
+    "sudo",
+    "transformers",
+    "exit(",
+    "quit(",
+    "argparse",
 )
 SCORINGS = ("sandbox", "reference")
 COMPILE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
@@ -65,7 +73,11 @@ def passes(expected: CallResult, got: CallResult, scoring: str) -> bool:
 
 
 def evaluate(
-    answer: str, calls: Sequence[str], expected: Sequence[CallResult], sandbox: Sandbox, scoring: str = "sandbox"
+    answer: str,
+    calls: Sequence[str],
+    expected: Sequence[CallResult],
+    sandbox: Sandbox,
+    scoring: str = "sandbox",
 ) -> Evaluation:
     """Score ``answer`` against the reference outputs ``expected`` of ``calls``."""
     if scoring not in SCORINGS:
