@@ -23,12 +23,9 @@ from typing import Any
 import numpy as np
 
 from agentenvs.colbench.families import Fact, pick
-from agentenvs.colbench.tasks import official_files
-from agentenvs.core.keys import derive_rng
-from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError, split_of_content
+from agentenvs.colbench.tasks import SIZES, draw_in_split, official_files
+from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError
 
-SIZES = {"train": 10_000, "valid": 1_000, "test": 1_000}
-SPLIT_WEIGHTS = {"train": 10, "valid": 1, "test": 1}
 PREFIX = "colbench-page"
 
 BUSINESSES = (
@@ -211,12 +208,7 @@ def page_request(d: dict[str, Any]) -> str:
 
 def generate_page(split: str, index: int) -> PageTask:
     """The built-in page task at ``index`` of ``split`` (deterministic)."""
-    for attempt in range(10_000):
-        design = sample_design(derive_rng(PREFIX, split, index, attempt))
-        if split_of_content(design, SPLIT_WEIGHTS) == split:
-            break
-    else:
-        raise RuntimeError("no candidate landed in the split")
+    _, design = draw_in_split(PREFIX, split, index, sample_design)
     default = {**DEFAULT_DESIGN, "business": design["business"]}
     return PageTask(
         task_id=f"{PREFIX}-{split}-{index:05d}",

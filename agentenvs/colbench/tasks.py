@@ -19,8 +19,12 @@ come from running ``ground_truth`` in the sandbox (see the env).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from agentenvs.colbench.families import FAMILIES, Fact
 from agentenvs.colbench.sandbox import CallResult
@@ -59,16 +63,26 @@ def run_trusted_reference(source: str, calls: tuple[str, ...]) -> tuple[CallResu
     return tuple(CallResult(True, eval(call, namespace)) for call in calls)
 
 
+def draw_in_split(prefix: str, split: str, index: int, draw: Callable[[np.random.Generator], Any]) -> tuple:
+    """The first candidate ``draw(rng)`` (attempts 0, 1, ... of ``(prefix, split, index)``) whose
+    content hash lands in ``split``, with the RNG that drew it: splits disjoint by content."""
+    for attempt in range(10_000):
+        rng = derive_rng(prefix, split, index, attempt)
+        content = draw(rng)
+        if split_of_content(content, SPLIT_WEIGHTS) == split:
+            return rng, content
+    raise RuntimeError("no candidate landed in the split")  # probability ~ (11/12)^10000
+
+
 def generate_task(split: str, index: int) -> BackendTask:
     """The built-in task at ``index`` of ``split`` (deterministic)."""
-    for attempt in range(10_000):
-        rng = derive_rng(PREFIX, split, index, attempt)
+
+    def draw(rng: np.random.Generator) -> tuple[str, dict]:
         family = FAMILIES[int(rng.integers(len(FAMILIES)))]
-        params = family.sample(rng)
-        if split_of_content((family.name, params), SPLIT_WEIGHTS) == split:
-            break
-    else:
-        raise RuntimeError("no candidate landed in the split")  # probability ~ (11/12)^10000
+        return family.name, family.sample(rng)
+
+    rng, (name, params) = draw_in_split(PREFIX, split, index, draw)
+    family = next(f for f in FAMILIES if f.name == name)
     calls = tuple(family.calls(params, rng))
     reference = family.source(params)
     return BackendTask(
