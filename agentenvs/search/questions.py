@@ -300,7 +300,7 @@ def make_questions(world: Encyclopedia, style: str, count: int, seed: int = 0) -
     rng = derive_rng("search.questions", style, seed)
     seen: set[str] = set()
     misses = 0
-    while len(seen) < count and misses < 20 * count + 1000:
+    while len(seen) < count and misses < count + 1000:
         drawn = maker.draw(style, rng)
         if drawn is None or drawn[0] in seen:
             misses += 1

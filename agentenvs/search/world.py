@@ -18,19 +18,21 @@ are named after people, two entities of different kinds may carry the same
 name (the titles then disambiguate, ``Kolby (film)``). So a query must name
 the right entity and the right relation to reach the gold passage.
 
-Everything is drawn from RNGs derived from ``(seed, purpose, index)``, so the
-world is identical on every machine and process.
+Everything is drawn from private ``random.Random`` instances seeded by
+:func:`~agentenvs.core.keys.derive_seed` of ``(purpose, seed, index)`` (numpy's
+scalar draws cost ten times more, and a world draws millions), so the world is
+identical on every machine and process.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 
-from agentenvs.core.keys import derive_rng
+from agentenvs.core.keys import derive_seed
 
 GENERATOR_VERSION = "1"
 
@@ -80,7 +82,7 @@ RELATIONS: dict[str, Relation] = {
     r.name: r
     for r in (
         Relation("occupation", "person", None,
-                 ("{s} was a {o} whose work was widely discussed.", "By profession {s} was a {o}."),
+                 ("{s} worked in the profession of {o}.", "By profession {s} was one of the {o}s of the period."),
                  "the occupation of {s}", "occupation profession"),
         Relation("birth_year", "person", None,
                  ("{s} was born in {o}.", "Records show that {s} was born in the year {o}."),
@@ -177,14 +179,14 @@ class WorldPassage:
 
 
 def _kind_counts(num_entities: int) -> dict[str, int]:
-    counts = {kind: max(2, int(num_entities * share)) for kind, share in KIND_SHARES.items()}
+    counts = {kind: max(2, math.ceil(num_entities * share)) for kind, share in KIND_SHARES.items()}
     counts["country"] = min(max(4, counts["country"]), 200)
     return counts
 
 
 def passages_per_entity(rank: int) -> int:
     """Article length by popularity rank: the head gets long articles, the tail one or two passages."""
-    return 2 + max(0, 5 - int(math.log2(rank + 1) / 2.2))
+    return 3 + max(0, 6 - int(math.log2(rank + 1) / 1.8))
 
 
 def entities_for(num_passages: int) -> int:
@@ -193,19 +195,19 @@ def entities_for(num_passages: int) -> int:
     while total < num_passages:
         total += passages_per_entity(count)
         count += 1
-    return max(count, 40)
+    return max(count + count // 20, 40)  # slack: kind counts round and the country count is capped
 
 
 class NameMaker:
     """Pronounceable unique names; surnames are reused on purpose (shared-name distractors)."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.used: set[str] = set()
 
     def word(self, syllables: int) -> str:
         parts = [
-            str(self.rng.choice(ONSETS)) + str(self.rng.choice(VOWELS)) + str(self.rng.choice(CODAS))
+            self.rng.choice(ONSETS) + self.rng.choice(VOWELS) + self.rng.choice(CODAS)
             for _ in range(syllables)
         ]
         return "".join(parts).capitalize()
@@ -226,6 +228,7 @@ class Encyclopedia:
         self.num_passages = num_passages
         self.seed = seed
         self.entities = self._make_entities(entities_for(num_passages))
+        self.rank_of: list[int]
         self.passages: list[WorldPassage] = []
         self.evidence: dict[tuple[int, str], int] = {}  # (entity, relation) -> passage row
         for entity in self.entities:
@@ -233,11 +236,11 @@ class Encyclopedia:
 
     # -------------------------------------------------------------- entities
     def _make_entities(self, count: int) -> list[Entity]:
-        rng = derive_rng("search.world.names", self.seed, count)
+        rng = random.Random(derive_seed("search.world.names", self.seed, count))
         words = NameMaker(rng)
         counts = _kind_counts(count)
         surnames = [words.unique(lambda: words.word(2)) for _ in range(max(20, count // 12))]
-        given = [words.unique(lambda: words.word(int(rng.integers(1, 3)))) for _ in range(max(20, count // 40))]
+        given = [words.unique(lambda: words.word(rng.randrange(1, 3))) for _ in range(max(20, count // 40))]
         kinds = [kind for kind in KINDS for _ in range(counts[kind])]
         used: dict[str, set[str]] = {kind: set() for kind in KINDS}  # names are unique within a kind only
         cities: list[str] = []
@@ -261,14 +264,15 @@ class Encyclopedia:
         by_kind: dict[str, list[int]] = {kind: [] for kind in KINDS}
         for i, kind in enumerate(kinds):
             by_kind[kind].append(i)
-        self.rank_of = [int(r) for r in rng.permutation(len(kinds))]  # popularity rank per entity
+        self.rank_of = list(range(len(kinds)))  # popularity rank per entity
+        rng.shuffle(self.rank_of)
         entities: list[Entity] = []
         for i, (kind, (name, detail, aliases)) in enumerate(zip(kinds, raw)):
             title = f"{name} ({detail})" if holders[name] > 1 else name
             popularity = int(2_000_000 / (self.rank_of[i] + 1) ** 1.1) + 3
             entities.append(Entity(i, kind, detail, name, title, aliases, popularity, {}))
         self.entities = entities
-        frng = derive_rng("search.world.facts", self.seed, count)
+        frng = random.Random(derive_seed("search.world.facts", self.seed, count))
         for entity in entities:
             entity.facts.update(self._facts(entity, frng, by_kind))
         return entities
@@ -276,7 +280,7 @@ class Encyclopedia:
     @staticmethod
     def _name(kind, rng, words: NameMaker, surnames, given, cities) -> tuple[str, str, tuple[str, ...]]:
         def pick(seq):
-            return str(seq[int(rng.integers(len(seq)))])
+            return str(seq[rng.randrange(len(seq))])
 
         if kind == "person":
             first, last = pick(given), pick(surnames)
@@ -308,7 +312,7 @@ class Encyclopedia:
             relation = RELATIONS[relation_name]
             if relation.target is not None:
                 pool = by_kind[relation.target]
-                target = int(pool[int(rng.integers(len(pool)))])
+                target = int(pool[rng.randrange(len(pool))])
                 if target == entity.index:
                     target = int(pool[(pool.index(target) + 1) % len(pool)])
                 facts[relation_name] = target
@@ -318,14 +322,14 @@ class Encyclopedia:
 
     def _literal(self, relation: str, entity: Entity, rng) -> str:
         if relation == "occupation":
-            return str(OCCUPATIONS[int(rng.integers(len(OCCUPATIONS)))])
+            return str(OCCUPATIONS[rng.randrange(len(OCCUPATIONS))])
         if relation == "genre":
-            return str(GENRES[int(rng.integers(len(GENRES)))])
+            return str(GENRES[rng.randrange(len(GENRES))])
         if relation == "currency":
-            return f"{entity.name.lower()[:4]}ian {CURRENCIES[int(rng.integers(len(CURRENCIES)))]}"
+            return f"{entity.name.lower()[:4]}ian {CURRENCIES[rng.randrange(len(CURRENCIES))]}"
         low, high = {"birth_year": (1700, 1990), "founded_year": (900, 1900), "inception": (1600, 2000),
                      "release_year": (1880, 2015), "year": (1500, 2010)}[relation]
-        return str(int(rng.integers(low, high)))
+        return str(rng.randrange(low, high))
 
     # -------------------------------------------------------------- passages
     def object_text(self, entity: Entity, relation: str) -> str:
@@ -333,7 +337,7 @@ class Encyclopedia:
         return self.entities[value].title if isinstance(value, int) else value
 
     def _render(self, entity: Entity) -> None:
-        rng = derive_rng("search.world.text", self.seed, entity.index)
+        rng = random.Random(derive_seed("search.world.text", self.seed, entity.index))
         relations = list(RELATIONS_OF[entity.kind])
         count = passages_per_entity(self.rank_of[entity.index])
         # facts spread over the first passages; later ones are filler only
@@ -347,15 +351,15 @@ class Encyclopedia:
             if part == 0:
                 sentences.append(self._intro(entity))
             for relation in facts:
-                template = RELATIONS[relation].sentences[int(rng.integers(2))]
+                template = RELATIONS[relation].sentences[rng.randrange(2)]
                 sentences.append(template.format(s=entity.title, o=self.object_text(entity, relation)))
             while sum(len(s.split()) for s in sentences) < 90:
-                mention = self.entities[related[int(rng.integers(len(related)))]]
+                mention = self.entities[related[rng.randrange(len(related))]]
                 if rng.random() < 0.5:
-                    mention = self.entities[int(rng.integers(len(self.entities)))]
-                filler = FILLER[int(rng.integers(len(FILLER)))]
+                    mention = self.entities[rng.randrange(len(self.entities))]
+                filler = FILLER[rng.randrange(len(FILLER))]
                 sentences.append(filler.format(s=entity.title, m=mention.title,
-                                               region=REGIONS[int(rng.integers(len(REGIONS)))]))
+                                               region=REGIONS[rng.randrange(len(REGIONS))]))
             row = len(self.passages)
             for relation in facts:
                 self.evidence[(entity.index, relation)] = row
@@ -363,10 +367,8 @@ class Encyclopedia:
 
     def _intro(self, entity: Entity) -> str:
         also = f" (also known as {', '.join(entity.aliases)})" if entity.aliases else ""
-        article = {"person": "a person", "city": "a city", "country": "a country"}.get(entity.kind)
-        if article is None:
-            article = "an " + entity.kind if entity.kind[0] in "aeiou" else "a " + entity.kind
-        return f"{entity.title}{also} is {article} described in this encyclopedia."
+        article = "an" if entity.detail[0] in "aeiou" else "a"
+        return f"{entity.title}{also} is {article} {entity.detail} described in this encyclopedia."
 
     def iter_passages(self) -> Iterator[WorldPassage]:
         return iter(self.passages)
