@@ -430,7 +430,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             count = int(rng.integers(1, 5))
             picks = [words[int(i)] for i in rng.integers(0, len(words), size=count)] if words else ["the"]
             return f"search[{' '.join(picks)}]"
-        if self._retrieved:
+        if self._retrieved and hasattr(self.retriever, "corpus"):  # a server client holds no corpus
             rows = sorted(self._retrieved)
             return f"answer[{self.retriever.corpus[rows[int(rng.integers(len(rows)))]].title}]"
         return f"answer[{words[int(rng.integers(len(words)))]}]"
