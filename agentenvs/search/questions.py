@@ -7,10 +7,10 @@ look up, each with its gold evidence passage. Styles:
 =============  ==============================================================
 ``nq``         single-hop factoid about a popular entity, NQ's lowercase
                query phrasing without a question mark
-``triviaqa``   trivia phrasing with a clue about the answer; answers are
-               people, with their aliases (``V. Kolby``, ``Kolby``)
+``triviaqa``   trivia phrasing with a clue about the answer (its occupation);
+               answers are people, with their aliases (``V. Kolby``, ``Kolby``)
 ``popqa``      PopQA's subject–relation templates over the long tail (the
-               least popular half of the entities)
+               least popular two thirds of the entities)
 ``hotpotqa``   2-hop bridge questions (80 %) and comparisons (20 %)
 ``2wiki``      compositional, comparison, inference (grandfather,
                father-in-law) and bridge-comparison questions
@@ -20,7 +20,8 @@ look up, each with its gold evidence passage. Styles:
 
 The test split of each style has the size of the original's evaluation set
 (:data:`TEST_SIZES`, FlashRAG's files as Search-R1 evaluates them) when the
-world is large enough; a question's text appears in one split only.
+world is large enough. A question appears in one split only, and so does the
+set of facts it asks about (``A or B`` and ``B or A`` count as one question).
 """
 
 from __future__ import annotations
@@ -83,6 +84,10 @@ RELATIVE = {  # Bamboogle: "the person who founded X"
     "educated_at": "the institution where {x} studied", "location": "the city where {x} took place",
     "capital": "the capital of {x}", "country": "the country where {x} lies",
 }
+# TriviaQA style: "Which {occupation of the answer} {verb} {subject}?", the answer a person with aliases.
+TRIVIA_KINDS = ("organisation", "work", "person", "person", "person")
+TRIVIA_RELATIONS = {"organisation": (("founder", "founded"),), "work": (("creator", "created"),),
+                    "person": (("spouse", "married"), ("father", "was the father of"))}
 ORDERED = ("birth_year", "founded_year", "inception", "release_year", "year")
 EARLIER = {"birth_year": "was born first", "founded_year": "was founded first", "inception": "was established first",
            "release_year": "came out first", "year": "happened first"}
@@ -143,8 +148,8 @@ class QuestionMaker:
     def __init__(self, world: Encyclopedia) -> None:
         self.world = world
         by_pop = sorted(range(len(world.entities)), key=lambda i: world.rank_of[i])
-        self.head = [i for i in by_pop[: max(10, len(by_pop) // 3)]]
-        self.tail = [i for i in by_pop[len(by_pop) // 2:]]
+        self.head = by_pop[: max(10, len(by_pop) // 3)]
+        self.tail = by_pop[len(by_pop) // 3 :]
         self.by_kind: dict[str, list[int]] = {}
         for entity in world.entities:
             self.by_kind.setdefault(entity.kind, []).append(entity.index)
@@ -208,13 +213,11 @@ class QuestionMaker:
         return text, self.answers(subject, relation), [self.hop(subject, relation)]
 
     def _triviaqa(self, rng):
-        subject = self._pick(self.by_kind[("organisation", "work")[int(rng.integers(2))]], rng)
-        relation = "founder" if subject.kind == "organisation" else "creator"
+        subject = self._pick(self.by_kind[TRIVIA_KINDS[int(rng.integers(len(TRIVIA_KINDS)))]], rng)
+        choices = TRIVIA_RELATIONS[subject.kind]
+        relation, verb = choices[int(rng.integers(len(choices)))]
         person = self.world.entities[subject.facts[relation]]
-        clue = person.facts["occupation"]
-        verb = "founded" if relation == "founder" else "created"
-        opener = ("Which", "What")[int(rng.integers(2))]
-        text = f"{opener} {clue} {verb} {subject.title}?"
+        text = f"Which {person.facts['occupation']} {verb} {subject.title}?"
         return text, self.answers(subject, relation), [self.hop(subject, relation)]
 
     def _popqa(self, rng):
@@ -299,19 +302,26 @@ def make_questions(world: Encyclopedia, style: str, count: int, seed: int = 0) -
     maker = QuestionMaker(world)
     rng = derive_rng("search.questions", style, seed)
     seen: set[str] = set()
+    facts_seen: set[tuple] = set()  # one question per set of facts: "A or B" and "B or A" are one question
     misses = 0
-    while len(seen) < count and misses < count + 1000:
+    while len(seen) < count and misses < 2 * count + 1000:
         drawn = maker.draw(style, rng)
-        if drawn is None or drawn[0] in seen:
+        if drawn is None:
             misses += 1
             continue
         text, answers, hops = drawn
+        facts = tuple(sorted(hops))
+        if text in seen or facts in facts_seen:
+            misses += 1
+            continue
         seen.add(text)
+        facts_seen.add(facts)
         yield Question(f"{style}-{len(seen) - 1:06d}", text, answers, tuple(hops), {"style": style})
 
 
 def split_sizes(style: str, available: int) -> dict[str, int]:
-    """Test as the original's evaluation set, valid 500, train the rest (all scaled down on a small world)."""
-    test = min(TEST_SIZES[style], max(1, available // 3))
+    """Test as the original's evaluation set, valid 500, train the rest (up to 20k); a small
+    world keeps a quarter of its questions for train and a tenth for valid."""
     valid = min(VALID_SIZE, max(1, available // 10))
+    test = min(TEST_SIZES[style], max(1, available - valid - available // 4))
     return {"train": max(0, min(TRAIN_SIZE, available - test - valid)), "valid": valid, "test": test}
