@@ -1,24 +1,27 @@
-"""Search QA: reset and turn cost with the in-process BM25 retriever (and a retrieval server when given).
+"""Search QA: reset and turn cost with the in-process BM25 retriever and through a local retrieval server.
 
 Plays the expert on ``--episodes`` test questions of each set over the
 built-in encyclopedia (``--passages``, default 100k; built and cached on the
 first run, which this script does not time), timing ``reset`` and every
 ``step`` (a search turn = BM25 top-3 over the corpus + the information text +
-state key + info). With ``--server URL`` (a running retrieval_index server
-over the same corpus) the same episodes are timed through HTTP. Wall time on
-this machine in this run.
+state key + info). The same episodes are then timed through HTTP: a
+retrieval_index server (uvicorn, Search-R1's ``/retrieve``) started in this
+process over the same index, or ``--server URL`` for one already running
+over the same corpus. Wall time on this machine in this run.
 
-    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--server http://127.0.0.1:8000/retrieve]
+    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--server http://127.0.0.1:8000]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 from rich.console import Console
 from rich.table import Table
 
+from agentenvs.search.data import builtin_retriever
 from agentenvs.search.env import SearchEnv
 from agentenvs.search.questions import STYLES
 
@@ -55,12 +58,19 @@ def main() -> None:
     table = Table(title=f"Search QA, built-in encyclopedia ({args.passages:,} passages), expert episodes")
     for column in ("set", "retriever", "reset ms", "search turn ms", "turns/s", "turns"):
         table.add_column(column, justify="right")
-    backends = [("in-process BM25", None)] + ([("server", args.server)] if args.server else [])
-    for style in STYLES:
-        for name, spec in backends:
-            env = SearchEnv(style, split="test", corpus_passages=args.passages, retriever=spec)
-            reset_ms, search_ms, rate, turns = run(env, min(args.episodes, env.task_source.size("test")))
-            table.add_row(style, name, f"{reset_ms:.3f}", f"{search_ms:.2f}", f"{rate:,.0f}", str(turns))
+    with contextlib.ExitStack() as stack:
+        if args.server is None:
+            from retrieval_index.server import ServerThread, create_app
+
+            app = create_app(builtin_retriever(args.passages, 0), kind="bm25")
+            server = ("local server", stack.enter_context(ServerThread(app)))
+        else:
+            server = ("server", args.server)
+        for style in STYLES:
+            for name, spec in (("in-process BM25", None), server):
+                env = SearchEnv(style, split="test", corpus_passages=args.passages, retriever=spec)
+                reset_ms, search_ms, rate, turns = run(env, min(args.episodes, env.task_source.size("test")))
+                table.add_row(style, name, f"{reset_ms:.3f}", f"{search_ms:.2f}", f"{rate:,.0f}", str(turns))
     Console().print(table)
 
 

@@ -291,3 +291,22 @@ def test_flashrag_files_and_a_retrieval_index_folder(tmp_path):
         assert mix.task_source.size("test") == 1 and mix.task_source.size("valid") == 0
         mix.reset(seed=0)
         assert mix.question.golden_answers == ("yes",) and mix.question.metadata["type"] == "comparison"
+
+
+def test_a_retrieval_server_url_gives_the_same_information(tmp_path):
+    from retrieval_index import BM25Retriever, Corpus
+    from retrieval_index.server import ServerThread, create_app
+
+    folder = builtin_dir(SMALL)
+    local = BM25Retriever.load(folder / "bm25", Corpus.open(folder / "corpus"))
+    env = make("hotpotqa")
+    with ServerThread(create_app(local, kind="bm25")) as url:
+        remote = make("hotpotqa", retriever=url)
+        assert len(pickle.dumps(remote)) < 20_000
+        for seed in range(5):
+            env.reset(seed=seed)
+            remote.reset(seed=seed)
+            response = f"<think>a</think><search>{good_query(env)}</search>"
+            here, there = env.step(response), remote.step(response)
+            assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
+            assert here[4]["reward_components"] == there[4]["reward_components"]

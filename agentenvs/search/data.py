@@ -17,7 +17,6 @@ file is the test split, as Search-R1 evaluates, and valid is empty.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import tempfile
@@ -98,24 +97,17 @@ def _build(out: Path, num_passages: int, seed: int) -> None:
 
 @functools.lru_cache(maxsize=8)
 def open_retriever(spec: str):
-    """A retriever from a retrieval_index index folder, or a retrieval server's ``http(s)://`` URL.
+    """A retriever from a retrieval_index index folder (BM25 or dense), or a retrieval server's URL.
 
     Cached per process, so every env of a process shares one memory-mapped index.
     """
-    import retrieval_index
-
     if spec.startswith(("http://", "https://")):
-        remote = getattr(retrieval_index, "RemoteRetriever", None)
-        if remote is None:
-            raise RuntimeError("this retrieval_index has no RemoteRetriever; install a version with the server")
-        return remote(spec)
-    meta = json.loads((Path(spec) / "retriever.json").read_text())
-    if meta.get("kind") == "bm25":
-        return retrieval_index.BM25Retriever.load(spec)
-    dense = getattr(retrieval_index, "DenseRetriever", None)
-    if dense is None:
-        raise RuntimeError(f"{spec} holds a {meta.get('kind')!r} index that this retrieval_index cannot open")
-    return dense.load(spec)
+        from retrieval_index.client import RemoteRetriever
+
+        return RemoteRetriever(spec)
+    from retrieval_index.loading import open_retriever as open_index
+
+    return open_index(spec)[0]
 
 
 @functools.lru_cache(maxsize=4)
