@@ -27,7 +27,8 @@ reward             weighted sum of (unweighted values in ``reward_components``),
                    but well-formed (+0 retrieval bonus, v0.3 scripts), 0.1
                    wrong and malformed (search-r1); 1 correct, 0.2 wrong but
                    well formatted, −1 malformed (mt-ppo; −1 too when the last
-                   turn passes without an answer). Weights 1 / 1 / 1 / 1
+                   turn is a search, so the episode ends unanswered). Weights
+                   1 / 1 / 1 / 1
   retrieval        default: Φ(s') − Φ(s), **potential-based**, Φ = share of
                    the gold evidence passages retrieved so far (official data
                    without evidence: 1 once a retrieved passage contains a
