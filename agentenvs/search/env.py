@@ -191,6 +191,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     default_reward_weights: ClassVar[Mapping[str, float]] = PRESETS["agentenvs"]
     default_max_turns = 4
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
