@@ -17,10 +17,12 @@ file is the test split, as Search-R1 evaluates, and valid is empty.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentenvs.core.keys import stable_digest
@@ -33,7 +35,6 @@ from agentenvs.search.questions import (
     VALID_SIZE,
     Question,
     make_questions,
-    read_questions,
     split_sizes,
     write_questions,
 )
@@ -118,48 +119,86 @@ def builtin_retriever(num_passages: int, seed: int):
     return BM25Retriever.load(folder / "bm25", Corpus.open(folder / "corpus"))
 
 
+@dataclass(frozen=True)
+class QuestionRows:
+    """One split's FlashRAG jsonl rows, kept as text and parsed when a question is played.
+
+    Parsing every row up front costs seconds for the 200k questions of the
+    Search-R1 mix; reading the ids alone does not.
+    """
+
+    ids: tuple[str, ...]
+    lines: tuple[str, ...]
+    id_prefix: str = ""
+
+    @classmethod
+    def read(cls, path: Path, id_prefix: str = "") -> QuestionRows:
+        if not path.exists():
+            return cls((), (), id_prefix)
+        with open(path, encoding="utf-8") as handle:
+            lines = tuple(line for line in handle if line.strip())
+        return cls(tuple(id_prefix + row_id(line) for line in lines), lines, id_prefix)
+
+    def question(self, index: int) -> Question:
+        question = Question.from_flashrag(json.loads(self.lines[index]))
+        return replace(question, id=self.ids[index])
+
+
+def row_id(line: str) -> str:
+    """The ``id`` of a jsonl row; rows written by ``json.dumps`` with ``id`` first skip the parse."""
+    head = '{"id": "'
+    if line.startswith(head):
+        end = line.find('"', len(head))
+        if end > 0 and "\\" not in line[len(head) : end]:
+            return line[len(head) : end]
+    return str(json.loads(line)["id"])
+
+
 class QuestionSource(IdListTaskSource[Question]):
     """Questions per split, addressed by their ids (built-in ``nq-000012`` or official ``nq:<row id>``)."""
 
-    def __init__(self, splits: Mapping[str, Sequence[Question]]) -> None:
-        super().__init__({split: [q.id for q in questions] for split, questions in splits.items()})
-        self._questions = {q.id: q for questions in splits.values() for q in questions}
+    def __init__(self, splits: Mapping[str, Sequence[QuestionRows]]) -> None:
+        super().__init__({split: [i for rows in parts for i in rows.ids] for split, parts in splits.items()})
+        self._where = {
+            task_id: (rows, index)
+            for parts in splits.values()
+            for rows in parts
+            for index, task_id in enumerate(rows.ids)
+        }
 
     def load(self, task_id: str) -> Question:
         try:
-            return self._questions[task_id]
+            rows, index = self._where[task_id]
         except KeyError:
             raise UnknownTaskError(f"unknown task id {task_id!r}") from None
+        return rows.question(index)
 
 
-def mix_splits(per_style: Mapping[str, Mapping[str, Sequence[Question]]], train_styles: Sequence[str]):
-    """Search-R1's mix: train and valid from ``train_styles``, test from every style."""
+def style_splits(rows_of: Callable[[str, str], QuestionRows], styles: Sequence[str], train_styles: Sequence[str]):
+    """Splits over several styles; a single style, or Search-R1's mix: train and valid from
+    ``train_styles``, test from every style."""
     return {
-        "train": [q for style in train_styles for q in per_style[style]["train"]],
-        "valid": [q for style in train_styles for q in per_style[style]["valid"]],
-        "test": [q for questions in per_style.values() for q in questions["test"]],
+        "train": [rows_of(style, "train") for style in train_styles],
+        "valid": [rows_of(style, "valid") for style in train_styles],
+        "test": [rows_of(style, "test") for style in styles],
     }
 
 
 @functools.lru_cache(maxsize=64)
-def builtin_questions(style: str, num_passages: int, seed: int) -> dict[str, tuple[Question, ...]]:
-    folder = builtin_dir(num_passages, seed) / "questions"
-    return {split: tuple(read_questions(folder / f"{style}.{split}.jsonl")) for split in SPLIT_FILES}
+def builtin_questions(style: str, split: str, num_passages: int, seed: int) -> QuestionRows:
+    return QuestionRows.read(builtin_dir(num_passages, seed) / "questions" / f"{style}.{split}.jsonl")
 
 
 @functools.lru_cache(maxsize=64)
-def official_questions(data_dir: str, style: str) -> dict[str, tuple[Question, ...]]:
-    """FlashRAG's files for ``style``; ids become ``{style}:{id}`` so sets never collide in a mix."""
+def official_questions(data_dir: str, style: str, split: str) -> QuestionRows:
+    """FlashRAG's file of ``split`` for ``style``; ids become ``{style}:{id}`` so sets never collide in a mix."""
     folder = Path(data_dir) / FLASHRAG_NAMES[style]
     if not folder.is_dir():
-        raise FileNotFoundError(f"no FlashRAG folder {folder} (expected {FLASHRAG_NAMES[style]}/test.jsonl or dev.jsonl)")
-    files = {split: folder / f"{name}.jsonl" for split, name in SPLIT_FILES.items()}
-    if not files["test"].exists():
-        files["test"], files["valid"] = files["valid"], folder / "no-valid-split.jsonl"
-    splits: dict[str, tuple[Question, ...]] = {}
-    for split, path in files.items():
-        rows = read_questions(path) if path.exists() else []
-        splits[split] = tuple(
-            Question(f"{style}:{q.id}", q.question, q.golden_answers, q.hops, q.metadata) for q in rows
-        )
-    return splits
+        raise FileNotFoundError(f"no FlashRAG folder {folder} (expected test.jsonl or dev.jsonl in it)")
+    if not (folder / "test.jsonl").exists():  # evaluated on dev, as Search-R1 does; no valid split
+        names = {"train": "train", "valid": None, "test": "dev"}
+    else:
+        names = SPLIT_FILES
+    name = names[split]
+    path = folder / f"{name}.jsonl" if name else folder / "no-such-split"
+    return QuestionRows.read(path, f"{style}:")

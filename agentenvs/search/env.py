@@ -81,9 +81,9 @@ from agentenvs.search.data import (
     QuestionSource,
     builtin_questions,
     builtin_retriever,
-    mix_splits,
     official_questions,
     open_retriever,
+    style_splits,
 )
 from agentenvs.search.protocol import BARE_PATTERN, SearchParse, SearchProtocol, SequenceChecker
 from agentenvs.search.questions import STYLES, Question
@@ -245,14 +245,14 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     # ----------------------------------------------------------- data handles
     def _open_questions(self) -> QuestionSource:
-        def of(style: str):
+        def rows_of(style: str, split: str):
             if self.data_dir is not None:
-                return official_questions(str(self.data_dir), style)
-            return builtin_questions(style, self.corpus_passages, self.world_seed)
+                return official_questions(str(self.data_dir), style, split)
+            return builtin_questions(style, split, self.corpus_passages, self.world_seed)
 
         if self.dataset == "mix":
-            return QuestionSource(mix_splits({style: of(style) for style in STYLES}, SEARCH_R1_TRAIN))
-        return QuestionSource(of(self.dataset))
+            return QuestionSource(style_splits(rows_of, STYLES, SEARCH_R1_TRAIN))
+        return QuestionSource(style_splits(rows_of, (self.dataset,), (self.dataset,)))
 
     def _open_retriever(self):
         if self.retriever_spec is not None:
