@@ -310,3 +310,40 @@ def test_a_retrieval_server_url_gives_the_same_information(tmp_path):
             here, there = env.step(response), remote.step(response)
             assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
             assert here[4]["reward_components"] == there[4]["reward_components"]
+
+
+def test_readme_row_states_the_test_sizes_and_presets():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    [row] = [line for line in readme.splitlines() if line.startswith("| `agentenvs/Search-v0`")]
+    names = {"nq": "NQ", "triviaqa": "TriviaQA", "popqa": "PopQA", "hotpotqa": "HotpotQA", "2wiki": "2Wiki",
+             "musique": "MuSiQue", "bamboogle": "Bamboogle"}
+    for style, size in TEST_SIZES.items():
+        assert f"{names[style]} {size:,}" in row
+    assert "agentenvs / search-r1 / mt-grpo / mt-ppo" in row and set(PRESETS) == {
+        "agentenvs", "search-r1", "mt-grpo", "mt-ppo"}
+    for name in PRESETS["agentenvs"]:
+        assert name in row
+
+
+def test_world_and_questions_are_identical_across_processes_and_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from agentenvs.core import stable_digest\n"
+        "from agentenvs.search.world import Encyclopedia\n"
+        "from agentenvs.search.questions import STYLES, make_questions\n"
+        "w = Encyclopedia(1500)\n"
+        "qs = [q.to_flashrag() for s in STYLES for q in make_questions(w, s, 300)]\n"
+        "print(stable_digest([[p.title, p.text] for p in w.passages]), stable_digest(qs))\n"
+    )
+    digests = set()
+    for hash_seed in ("0", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        digests.add(out.stdout)
+    assert len(digests) == 1
