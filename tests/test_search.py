@@ -347,3 +347,20 @@ def test_world_and_questions_are_identical_across_processes_and_hash_seeds():
         assert out.returncode == 0, out.stderr[-2000:]
         digests.add(out.stdout)
     assert len(digests) == 1
+
+
+def test_env_survives_tag_soup_and_invalid_turns_change_nothing():
+    env = make("hotpotqa", max_turns=50)
+    rng = np.random.default_rng(1)
+    pieces = ["<search>", "</search>", "<answer>", "</answer>", "<think>", "</think>", "<information>",
+              "query words", "Kolby", " ", "\n", "search[", "]", "<SEARCH>"]
+    _, info = env.reset(seed=0)
+    for turn in range(2000):
+        text = "".join(pieces[int(i)] for i in rng.integers(0, len(pieces), size=int(rng.integers(0, 12))))
+        before = info["state_key"]
+        obs, reward, terminated, truncated, info = env.step(text)
+        assert isinstance(obs, str) and np.isfinite(reward)
+        if info["reward_components"]["invalid_action"]:
+            assert obs == INVALID_TEXT and info["state_key"] == before and info["transitions"] == []
+        if terminated or truncated:
+            _, info = env.reset(seed=turn)
