@@ -68,8 +68,10 @@ state key          question id (question and hidden answers) + the set of
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -208,9 +210,6 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         retriever: str | None = None,
         render_mode: str | None = None,
     ) -> None:
-        import os
-        from pathlib import Path
-
         if dataset not in (*STYLES, "mix"):
             raise ValueError(f"unknown dataset {dataset!r}; choose one of {[*STYLES, 'mix']}")
         if reward_preset not in PRESETS:

@@ -200,7 +200,9 @@ class QuestionMaker:
     # ----------------------------------------------------------------- styles
     def draw(self, style: str, rng: np.random.Generator) -> tuple[str, tuple[str, ...], list] | None:
         """One candidate (question, golden answers, hops), or None when the draw does not fit."""
-        return getattr(self, "_" + style.replace("2", "two_"))(rng)
+        draw = {"nq": self._nq, "triviaqa": self._triviaqa, "popqa": self._popqa, "hotpotqa": self._hotpotqa,
+                "2wiki": self._two_wiki, "musique": self._musique, "bamboogle": self._bamboogle}[style]
+        return draw(rng)
 
     def _pick(self, pool: Sequence[int], rng) -> Entity:
         return self.world.entities[pool[int(rng.integers(len(pool)))]]
