@@ -20,7 +20,10 @@ from agentenvs.webshop.reward import (
     title_nouns,
 )
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "webshop" / "pages_reference.json").read_text())
+# Two hand-written products in WebShop's published format (pages against the original:
+# tests/test_webshop_reference.py).
+PRODUCTS = json.loads((Path(__file__).parent / "fixtures" / "webshop" / "two_products.json").read_text())
+RESULTS = ["B000000002", "B000000001"]
 
 
 class FixedResults:
@@ -36,8 +39,8 @@ class FixedResults:
 @pytest.fixture(scope="module")
 def reference_dir(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("webshop-reference")
-    (directory / "items_shuffle_1000.json").write_text(json.dumps(REFERENCE["items_shuffle"]))
-    (directory / "items_ins_v2_1000.json").write_text(json.dumps(REFERENCE["items_ins_v2"]))
+    (directory / "items_shuffle_1000.json").write_text(json.dumps(PRODUCTS["items_shuffle"]))
+    (directory / "items_ins_v2_1000.json").write_text(json.dumps(PRODUCTS["items_ins_v2"]))
     return directory
 
 
@@ -49,7 +52,7 @@ def reference_env(reference_dir: Path, mode: str) -> tuple[WebShopEnv, str]:
         cache_dir=reference_dir / "cache",
         max_turns=30,
     )
-    env.search_engine = FixedResults(env, REFERENCE["results"])
+    env.search_engine = FixedResults(env, RESULTS)
     source = env.task_source
     for index in range(source.size("test")):
         task_id = source.task_id("test", index)
@@ -57,20 +60,6 @@ def reference_env(reference_dir: Path, mode: str) -> tuple[WebShopEnv, str]:
         if goal.asin == "B000000001" and goal.named_options == {"color": "black | white", "size": "10 wide"}:
             return env, task_id
     raise AssertionError("reference goal not found")
-
-
-@pytest.mark.parametrize("mode", ["text", "text_rich"])
-def test_every_page_reads_exactly_as_webshops_text_env(reference_dir, mode):
-    env, task_id = reference_env(reference_dir, mode)
-    obs, info = env.reset(options={"task_id": task_id})
-    ours_instruction = env.goal.instruction_text
-    steps = REFERENCE[mode]
-    assert obs == steps[0][1].replace(REFERENCE["instruction"], ours_instruction)
-    for action, expected, reward in steps[1:]:
-        obs, _, terminated, _, info = env.step(action)
-        assert obs == expected.replace(REFERENCE["instruction"], ours_instruction), action
-        assert info["reward_components"]["outcome"] == reward
-    assert terminated and info["score"] == 50.0 and info["success"] is False
 
 
 def test_clickables_follow_the_page_and_admissible_actions_render_like_verl_agent(reference_dir):
