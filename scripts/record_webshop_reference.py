@@ -97,6 +97,16 @@ def build_index(webshop: Path) -> None:
     )  # fmt: skip
 
 
+def analyzed_documents(webshop: Path) -> dict[str, dict[str, Any]]:
+    """Each indexed document's text and the terms Lucene's analyzer makes of it, by ASIN."""
+    from pyserini.analysis import Analyzer, get_lucene_analyzer
+
+    analyzer = Analyzer(get_lucene_analyzer())
+    lines = (webshop / "search_engine" / "resources" / "documents.jsonl").read_text().splitlines()
+    documents = (json.loads(line) for line in lines)
+    return {d["id"]: {"contents": d["contents"], "terms": analyzer.analyze(d["contents"])} for d in documents}
+
+
 def draw_prices_as_agentenvs_does(server: Any) -> None:
     """Prices and price caps from agentenvs' per-ASIN draws.
 
@@ -212,12 +222,14 @@ def main(argv: list[str] | None = None) -> int:
             f"on the built-in generator's first {args.products} products; {args.episodes} goals played by "
             "seeded random walks in the text, text_rich and html modes; title nouns by agentenvs' fallback "
             "finder (no en_core_web_sm); regenerate with scripts/record_webshop_reference.py. "
-            "Each turn: [action, observation, reward, done]; search_results: the engine's ASINs per query."
+            "Each turn: [action, observation, reward, done]; search_results: the engine's ASINs per query; "
+            "documents: each indexed text and its terms from Lucene's analyzer."
         ),
         "items_shuffle": raws,
         "items_ins_v2": notes,
         "episodes": episodes,
         "search_results": {keywords: lucene_results(server, keywords) for keywords in searched},
+        "documents": analyzed_documents(args.webshop),
     }
     args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {len(episodes)} episodes to {args.out}")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.webshop.env import WebShopEnv
+from agentenvs.webshop.search import analyze
 
 RECORDING = json.loads(
     (Path(__file__).parent / "fixtures" / "webshop" / "pages_reference.json").read_text(encoding="utf-8")
@@ -170,3 +171,15 @@ def test_bm25_ranks_as_lucene_but_for_near_ties(data_dir):
     assert (
         shares["first hit"] >= 0.95 and shares["top 10 as a set"] >= 0.9 and shares["top 50 as a set"] >= 0.8
     )
+
+
+def test_each_document_and_its_terms_are_what_lucene_indexes(data_dir):
+    """Our text of every product is the document WebShop indexes, and our analyzer makes
+    the same terms of it as Lucene's English analyzer (pyserini's default)."""
+    env = recorded_env(data_dir)
+    documents = RECORDING["documents"]
+    assert len(documents) == env.catalog.num_products
+    for product in env.catalog.products():
+        document = documents[product.asin]
+        assert product.search_text() == document["contents"]
+        assert analyze(document["contents"]) == document["terms"], product.asin

@@ -8,7 +8,8 @@ k1 = 0.9, b = 0.4, English analyzer) and shows the top 50 hits.
 same k1 and b) after an analyzer that follows Lucene's English chain:
 standard word splitting (letters joined across ``'`` and ``.``, digits across
 ``.`` and ``,``), possessive ``'s`` removed, lowercase, Lucene's 33 English
-stop words, Porter stemming (PyStemmer's ``porter``). Hits are documents with
+stop words, Porter stemming (PyStemmer's ``porter``; words of one or two
+letters unstemmed, as Lucene's stemmer leaves them). Hits are documents with
 a positive score, best first, ties broken by catalog row as Lucene breaks
 them by document id. The index is saved with the catalog and loaded
 memory-mapped.
@@ -23,13 +24,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-INDEX_VERSION = 1  # bump when the analyzer or the index files change
+INDEX_VERSION = 2  # bump when the analyzer or the index files change
 K1 = 0.9
 B = 0.4
 SEARCH_RETURN_N = 50
@@ -50,10 +51,16 @@ class SearchBackend(Protocol):
         ...
 
 
+@cache
 def _stemmer() -> Callable[[str], str]:
     import Stemmer
 
-    stem = Stemmer.Stemmer("porter").stemWord
+    stem_word = Stemmer.Stemmer("porter").stemWord
+
+    def stem(word: str) -> str:
+        # Lucene's PorterStemmer leaves words of one or two letters alone ("us" stays "us")
+        return word if len(word) <= 2 else stem_word(word)
+
     return lru_cache(maxsize=1 << 20)(stem)
 
 
@@ -73,6 +80,12 @@ def analyze_words(text: str) -> list[str]:
     return words
 
 
+def analyze(text: str) -> list[str]:
+    """The terms Lucene's English analyzer makes of ``text``: :func:`analyze_words`, Porter-stemmed."""
+    stem = _stemmer()
+    return [stem(word) for word in analyze_words(text)]
+
+
 class BM25Index:
     """bm25s index of a catalog's documents; rows are catalog rows."""
 
@@ -84,7 +97,6 @@ class BM25Index:
             matrix[name].view(np.ndarray) for name in ("data", "indices", "indptr")
         )
         self.num_docs = int(matrix["num_docs"])
-        self._stem = _stemmer()
         self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
 
     @classmethod
@@ -118,8 +130,8 @@ class BM25Index:
 
     def query_ids(self, keywords: str) -> list[int]:
         ids = []
-        for word in analyze_words(keywords):
-            token_id = self._vocab.get(self._stem(word))
+        for term in analyze(keywords):
+            token_id = self._vocab.get(term)
             if token_id is not None:
                 ids.append(token_id)
         return ids
