@@ -45,7 +45,7 @@ def reference_env(reference_dir: Path, mode: str) -> tuple[WebShopEnv, str]:
     env = WebShopEnv(
         split="test",
         data_dir=reference_dir,
-        observation_mode=mode,
+        obs_mode=mode,
         cache_dir=reference_dir / "cache",
         max_turns=30,
     )
@@ -70,7 +70,7 @@ def test_every_page_reads_exactly_as_webshops_text_env(reference_dir, mode):
         obs, _, terminated, _, info = env.step(action)
         assert obs == expected.replace(REFERENCE["instruction"], ours_instruction), action
         assert info["reward_components"]["outcome"] == reward
-    assert terminated and info["score"] == 50.0 and info["success"] is False
+    assert terminated and info["score"] == 0.5 and info["paper_score"] == 50.0 and info["success"] is False
 
 
 def test_clickables_follow_the_page_and_admissible_actions_render_like_verl_agent(reference_dir):
@@ -165,7 +165,7 @@ def test_expert_episode_outcome_score_success_and_progress():
         progress.append(info["reward_components"]["progress"])
         turns += 1
         done = terminated or truncated
-    assert terminated and info["success"] and info["score"] == 100.0
+    assert terminated and info["success"] and info["score"] == 1.0 and info["paper_score"] == 100.0
     assert info["reward_components"]["outcome"] == 1.0
     assert max(progress) > 0 and abs(sum(progress)) < 1e-12  # Φ(done) = 0: shaping sums to zero
     assert turns <= 6
@@ -178,12 +178,12 @@ def test_success_outcome_mode_pays_only_a_perfect_purchase(reference_dir):
     for action in ("search[x]", "click[b000000001]", "click[dark brown]"):
         env.step(action)
     _, reward, terminated, _, info = env.step("click[buy now]")
-    assert terminated and reward == 0.0 and info["score"] == 50.0
+    assert terminated and reward == 0.0 and info["score"] == 0.5 and info["paper_score"] == 50.0
 
 
 @pytest.mark.parametrize("mode", ["text", "text_rich", "html"])
 def test_observation_modes_and_html_render(mode):
-    env = gym.make("agentenvs/WebShop-v0", split="test", observation_mode=mode, render_mode="html")
+    env = gym.make("agentenvs/WebShop-v0", split="test", obs_mode=mode, render_mode="html")
     obs, _ = env.reset(seed=0)
     env.step("search[shoes]")
     page = env.render()

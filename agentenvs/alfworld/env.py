@@ -115,6 +115,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.game: Game | None = None
         self._targets: GoalTargets | None = None
         self._static_key = ""
+        self._initial_facts: frozenset[tuple[str, ...]] = frozenset()
 
     # ------------------------------------------------------------ world hooks
     def _start(self, task: Game) -> None:
@@ -122,6 +123,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.world = AlfredWorld(task.problem, task.goal_text)
         self._targets = goal_targets(self.world.goal)
         self._static_key = stable_digest(self.world.static_facts())
+        self._initial_facts = self.world.dynamic_facts()
 
     def _parse_action(self, action: str) -> str:
         command = action.strip()
@@ -150,6 +152,16 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     def _is_success(self) -> bool:
         return self.world.goal_reached()
+
+    def _world_state(self) -> Any:
+        # the changeable facts as a difference from the game's start, and the deletion marks
+        now = self.world.dynamic_facts()
+        return (tuple(sorted(now - self._initial_facts)), tuple(sorted(self._initial_facts - now)),
+                tuple(sorted(self.world.marks)))  # fmt: skip
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        added, removed, marks = state
+        self.world.set_dynamic_facts((self._initial_facts - set(removed)) | set(added), set(marks))
 
     def _potentials(self) -> Mapping[str, float]:
         return {"progress": progress_potential(self.world, self._targets)}

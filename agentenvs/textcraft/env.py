@@ -172,6 +172,15 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
     def _is_success(self) -> bool:
         return self.world.goal_crafted
 
+    def _world_state(self) -> Any:
+        # the inventory in its listing order, which ``inventory`` shows
+        return (tuple(self.world.inventory.items()), self.world.goal_crafted)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        inventory, self.world.goal_crafted = state
+        self.world.inventory = dict(inventory)
+        self._failure_feedback = None
+
     def _potentials(self) -> Mapping[str, float]:
         return {"progress": self._plan_trees[self.task.goal].covered_share(self.world.inventory)}
 
