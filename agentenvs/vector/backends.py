@@ -31,6 +31,11 @@ from agentenvs.vector.slices import (
 from agentenvs.vector.workers import ProcessWorker, RayWorker, Worker, WorkerDied
 
 BACKENDS = ("inprocess", "subprocess", "ray")
+START_FAILURE_HINT = (
+    "its traceback is on stderr above. Workers started with 'spawn' or 'forkserver' import the main "
+    "script again, so a script that builds the vector env at import time dies there: put that code "
+    'under `if __name__ == "__main__":`'
+)
 
 
 class InProcessBackend:
@@ -67,9 +72,9 @@ class WorkerBackend:
         try:
             for worker in self.workers:
                 worker.wait_ready()
-        except WorkerDied:
+        except WorkerDied as died:
             self.close()
-            raise RuntimeError("an env worker died while building its envs") from None
+            raise RuntimeError(f"{died} before building its envs; {START_FAILURE_HINT}") from None
         except BaseException:
             self.close()
             raise

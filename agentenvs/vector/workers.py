@@ -64,8 +64,8 @@ class Worker(ABC):
         self.launch()
         try:
             self.wait_ready()
-        except WorkerDied:
-            raise RuntimeError("a restarted env worker died while building its envs") from None
+        except WorkerDied as died:
+            raise RuntimeError(f"a restarted env worker died while building its envs: {died}") from None
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -144,7 +144,10 @@ class ProcessWorker(Worker):
         try:
             status, value = self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
-            raise WorkerDied(f"env worker pid {self.process.pid} died") from None
+            self.process.join(timeout=5)
+            raise WorkerDied(
+                f"env worker pid {self.process.pid} died (exit code {self.process.exitcode})"
+            ) from None
         if status == "error":
             raise value
         return value
