@@ -289,6 +289,9 @@ def test_env_pickles_and_deep_copies_before_and_after_reset(env_id):
     copies = [pickle.loads(data), copy.deepcopy(env)]
     expected = _play(env, responses)
     for copied in copies:
+        snapshot = copied.unwrapped.snapshot()
+        assert _play(copied, responses) == expected
+        copied.reset(options={"snapshot": snapshot})  # a copy's snapshots work as the original's
         assert _play(copied, responses) == expected
     env.close()
 
@@ -299,7 +302,7 @@ def test_restore_then_the_same_responses_continue_bit_identically(env_id):
     rng = derive_rng("contract-snapshot", env_id)
     for seed in range(3):
         observation, info = env.reset(seed=seed)
-        for _ in range(seed):  # snapshots at turn 0, 1 and 2
+        for _ in range(seed * 7):  # snapshots at turn 0, 7 and 14 (or early in a next episode)
             observation, _, terminated, truncated, info = env.step(choose_response(env, info, rng))
             if terminated or truncated:
                 observation, info = env.reset(seed=seed + 100)
@@ -366,3 +369,27 @@ def test_the_observation_mode_kwarg_is_obs_mode_in_every_family(env_id):
     parameters = inspect.signature(type(gym.make(env_id).unwrapped)).parameters
     modes = {name for name in parameters if name.endswith("mode") and name != "render_mode"}
     assert modes <= {"obs_mode"} | ({"observation_mode"} if "obs_mode" in modes else set())
+
+
+@pytest.mark.parametrize("env_id", HEAVY_IDS)
+def test_every_state_of_an_expert_episode_restores_exactly(env_id):
+    """Snapshots after every turn of expert episodes (doors opened, objects carried, goods bought):
+    restoring each one and replaying the rest of the episode gives the same tail."""
+    env = gym.make(env_id)
+    try:
+        expert = env.unwrapped.expert()
+    except NotImplementedError:
+        pytest.skip(f"{env_id} ships no expert")
+    for seed in range(6):
+        observation, info = env.reset(seed=seed)
+        snapshots, responses, records = [], [], []
+        done = False
+        while not done:
+            snapshots.append(env.unwrapped.snapshot())
+            responses.append(expert.act(observation, info))
+            observation, reward, terminated, truncated, info = env.step(responses[-1])
+            records.append((digest(observation), reward, terminated, truncated, json.dumps(info, sort_keys=True)))
+            done = terminated or truncated
+        for turn in range(len(snapshots) - 1, -1, -1):  # latest first: each restore goes back in time
+            env.reset(options={"snapshot": snapshots[turn]})
+            assert _play(env, responses[turn:]) == records[turn:], f"seed {seed}, turn {turn}"

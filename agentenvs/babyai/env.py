@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import pickle
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -96,6 +97,7 @@ from agentenvs.babyai.tasks import DEFAULT_MIX, BabyAITask, BabyAITaskSource, ma
 _GRID_ACTIONS = frozenset({3, 4, 5})  # pickup, drop, toggle
 _EMPTY_CODE = (1, 0, 0)
 _DESC_ATTRS = ("desc", "desc_move", "desc_fixed")
+_CHANGING_TYPES = frozenset({"door", "key", "ball", "box"})  # what steps move, open or unlock
 
 
 def grid_encoding(grid: Any) -> np.ndarray:
@@ -181,6 +183,10 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._grid_key = ""
         self._targets: tuple[tuple[int, int], ...] = ()
         self._text = ""
+        self._initial_cells: list[WorldObj | None] = []
+        self._objects: list[WorldObj] = []
+        self._object_index: dict[int, int] = {}
+        self._movable: list[WorldObj] = []
 
     # ------------------------------------------------------------ the world
     def _world_for(self, level: str) -> RoomGridLevel:
@@ -207,6 +213,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         ]
         self._grid_changed()
         self._describe(observation)
+        self._index_objects()
 
     def _parse_action(self, action: str) -> int:
         return parse_action(action)
@@ -225,6 +232,69 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._outcome = float(reward)
         self._describe(observation)
         return StepOutcome(components={"outcome": float(reward)}, terminated=bool(terminated))
+
+    # ------------------------------------------------------------ snapshots
+    def _index_objects(self) -> None:
+        """Number the episode's objects (minigrid makes them all at reset; steps only move,
+        open, unlock or reveal them), so a snapshot can name them by index."""
+        cells = self.world.grid.grid
+        self._initial_cells = list(cells)
+        objects = [cell for cell in cells if cell is not None]
+        objects += [cell.contains for cell in objects if cell.type == "box" and cell.contains is not None]
+        self._objects = objects
+        self._object_index = {id(obj): index for index, obj in enumerate(objects)}
+        self._movable = [obj for obj in objects if obj.type in _CHANGING_TYPES]
+
+    def _world_state(self) -> Any:
+        world, index = self.world, self._object_index
+        cells = tuple(
+            (cell, -1 if now is None else index[id(now)])
+            for cell, (now, then) in enumerate(zip(world.grid.grid, self._initial_cells))
+            if now is not then
+        )
+        objects = tuple(
+            (_position(obj.cur_pos), getattr(obj, "is_open", False), getattr(obj, "is_locked", False))
+            for obj in self._movable
+        )
+        verifier = io.BytesIO()
+        _ObjectPickler(verifier, world, index).dump(world.instrs)
+        agent = (*_position(world.agent_pos), int(world.agent_dir), int(world.step_count))
+        carrying = None if world.carrying is None else index[id(world.carrying)]
+        mine = (self._grid.tobytes(), self._grid_key, self._targets, self._text, self._success, self._outcome,
+                self.last_action, tuple(index[id(box)] for box in self._boxes))  # fmt: skip
+        return (cells, objects, agent, carrying, verifier.getvalue(), mine)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        cells, objects, agent, carrying, verifier, mine = state
+        world = self.world
+        world.grid.grid[:] = self._initial_cells
+        for cell, index in cells:
+            world.grid.grid[cell] = None if index < 0 else self._objects[index]
+        for obj, (position, is_open, is_locked) in zip(self._movable, objects):
+            obj.cur_pos = position
+            if obj.type == "door":
+                obj.is_open, obj.is_locked = is_open, is_locked
+        if carrying is not None:
+            self._objects[carrying].cur_pos = np.array([-1, -1])  # as minigrid marks a carried object
+        x, y, direction, world.step_count = agent
+        world.agent_pos, world.agent_dir = (x, y), direction
+        world.carrying = None if carrying is None else self._objects[carrying]
+        world.instrs = _ObjectUnpickler(io.BytesIO(verifier), world, self._objects).load()
+        grid, self._grid_key, self._targets, self._text, self._success, self._outcome, self.last_action, boxes = (
+            mine
+        )
+        self._grid = np.frombuffer(grid, dtype=np.uint8).reshape(self._grid.shape).copy()
+        self._boxes = [self._objects[index] for index in boxes]
+        self.episode += 1  # an expert replans from the restored state
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_object_index"]  # keyed by id(): rebuilt for the copy's objects
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._object_index = {id(obj): index for index, obj in enumerate(self._objects)}
 
     def _grid_changed(self) -> None:
         """Refresh what only pick up, drop and toggle change: the state key's grid part, targets."""
@@ -304,6 +374,30 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
 
     def expert(self) -> BabyAIExpert:
         return BabyAIExpert(self)
+
+
+class _ObjectPickler(pickle.Pickler):
+    """Pickles a verifier with the world and its objects as references (``world``, object index)."""
+
+    def __init__(self, file: io.BytesIO, world: RoomGridLevel, index: Mapping[int, int]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._world, self._index = world, index
+
+    def persistent_id(self, obj: Any) -> Any:
+        if obj is self._world:
+            return "world"
+        if isinstance(obj, WorldObj):
+            return self._index[id(obj)]
+        return None
+
+
+class _ObjectUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, world: RoomGridLevel, objects: list[WorldObj]) -> None:
+        super().__init__(file)
+        self._world, self._objects = world, objects
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._world if pid == "world" else self._objects[pid]
 
 
 def _instr_parts(instr: SeqInstr) -> tuple[Instr, Instr, bool]:
