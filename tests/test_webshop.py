@@ -288,3 +288,11 @@ def test_expert_reward_is_one_on_95_percent_of_test_goals_and_failures_are_the_c
             failures.append(env.goal)
     assert len(failures) <= 25
     assert all(colour_quirk(goal) for goal in failures)
+
+
+def test_observation_mode_is_a_deprecated_name_of_obs_mode():
+    with pytest.warns(DeprecationWarning, match="obs_mode"):
+        env = gym.make("agentenvs/WebShop-v0", split="test", observation_mode="text_rich")
+    assert env.unwrapped.obs_mode == "text_rich"
+    observation, _ = env.reset(seed=0)
+    assert observation == gym.make("agentenvs/WebShop-v0", split="test", obs_mode="text_rich").reset(seed=0)[0]

@@ -73,7 +73,7 @@ def default_task_source(data_dir: str | os.PathLike[str] | None) -> TaskSource[G
 
 
 class ALFWorldEnv(AgentEnv[Game, str]):
-    """ALFWorld (see the module docstring for the observation/action/reward table).
+    """ALFWorld (the observation/action/reward table follows the arguments).
 
     Args:
         split: ``"train"``, ``"valid"`` or ``"test"``.

@@ -115,7 +115,7 @@ def _object_code(obj: WorldObj | None) -> tuple[int, ...] | None:
 
 
 class BabyAIEnv(AgentEnv[BabyAITask, int]):
-    """A BabyAI level of minigrid, played in text; see the module docstring.
+    """A BabyAI level of minigrid, played in text; the table follows the arguments.
 
     Args:
         level: a BabyAI level name (``"GoToLocal"`` or ``"BabyAI-GoToLocal-v0"``);

@@ -59,6 +59,7 @@ catalog) travels as a handle that reopens its memory-mapped files.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -180,8 +181,8 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         super().__init_subclass__(**kwargs)
         module_doc = getattr(sys.modules.get(cls.__module__), "__doc__", None) or ""
         own_doc = cls.__dict__.get("__doc__")
-        if own_doc and "\n====" in module_doc and module_doc.strip() not in own_doc:
-            cls.__doc__ = f"{own_doc.rstrip()}\n\n{module_doc.strip()}\n"
+        if own_doc and "\n====" in module_doc and inspect.cleandoc(module_doc) not in own_doc:
+            cls.__doc__ = f"{inspect.cleandoc(own_doc)}\n\n{inspect.cleandoc(module_doc)}\n"
 
     # ----------------------------------------------------------- family hooks
     def default_protocol(self) -> ActionProtocol:

@@ -88,7 +88,7 @@ NONSENSE_ACTIONS = ("look around", "craft", "get oak planks", "check inventory",
 
 
 class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
-    """TextCraft with ADaPT's goals, texts and step limit; see the module docstring.
+    """TextCraft with ADaPT's goals, texts and step limit; the table follows the arguments.
 
     Args:
         split: ``"train"``, ``"valid"``, ``"test"`` or ``"adapt"``.

@@ -83,7 +83,7 @@ Primitive = tuple[str, str]
 
 
 class WebShopEnv(AgentEnv[Goal, Primitive]):
-    """WebShop's shopping site as a multi-turn text env (see the module docstring).
+    """WebShop's shopping site as a multi-turn text env; the table follows the arguments.
 
     Args:
         split: ``"train" | "valid" | "test"``.
