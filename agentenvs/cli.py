@@ -345,7 +345,7 @@ def _print_table(rows: list[dict[str, Any]], split: str | None) -> None:
 
 
 def _packed(entries: list[str], width: int) -> list[str]:
-    """``entries`` joined by two spaces into lines of at most ``width`` characters (an entry is never split)."""
+    """``entries`` joined by two spaces into lines of at most ``width`` characters (entries stay whole)."""
     lines = [entries[0]]
     for entry in entries[1:]:
         if len(lines[-1]) + 2 + len(entry) <= width:
@@ -403,7 +403,9 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not a text file of episode records (byte {exc.start} is not UTF-8)") from None
+        raise UsageError(
+            f"{path} is not a text file of episode records (byte {exc.start} is not UTF-8)"
+        ) from None
     if "\x00" in text:
         raise UsageError(f"{path} is not a text file of episode records (it holds NUL bytes)")
     lines = text.split("\n")
@@ -415,7 +417,9 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
             records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
         except json.JSONDecodeError as exc:
             if line_number == len(lines):  # the last line, with no newline after it
-                raise UsageError(f"{path}:{line_number} is cut short: the file ends inside a record") from None
+                raise UsageError(
+                    f"{path}:{line_number} is cut short: the file ends inside a record"
+                ) from None
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
         except (ValueError, TypeError) as exc:
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None

@@ -205,7 +205,7 @@ def test_gymnasium_vector_envs_match_single_envs_across_episode_ends(env_id, how
     through episode ends and Gymnasium's autoresets (default shared memory in async mode)."""
     vector = _make_vector(env_id, how)
     mirrors = [VectorFactory(env_id)() for _ in range(2)]
-    observations, infos = vector.reset(seed=0)
+    observations, _ = vector.reset(seed=0)
     mirror_infos = []
     for index, mirror in enumerate(mirrors):
         observation, info = mirror.reset(seed=index)
@@ -216,7 +216,7 @@ def test_gymnasium_vector_envs_match_single_envs_across_episode_ends(env_id, how
     restart = [False, False]
     for _ in range(40):
         responses = [choose_response(mirrors[i], mirror_infos[i], rngs[i]) for i in range(2)]
-        observations, rewards, terminated, truncated, infos = vector.step(responses)
+        observations, rewards, terminated, truncated, _ = vector.step(responses)
         for index, mirror in enumerate(mirrors):
             if restart[index]:  # Gymnasium's next-step autoreset: a seedless reset
                 observation, mirror_infos[index] = mirror.reset()
@@ -388,7 +388,8 @@ def test_every_state_of_an_expert_episode_restores_exactly(env_id):
             snapshots.append(env.unwrapped.snapshot())
             responses.append(expert.act(observation, info))
             observation, reward, terminated, truncated, info = env.step(responses[-1])
-            records.append((digest(observation), reward, terminated, truncated, json.dumps(info, sort_keys=True)))
+            info_text = json.dumps(info, sort_keys=True)
+            records.append((digest(observation), reward, terminated, truncated, info_text))
             done = terminated or truncated
         for turn in range(len(snapshots) - 1, -1, -1):  # latest first: each restore goes back in time
             env.reset(options={"snapshot": snapshots[turn]})

@@ -55,8 +55,10 @@ def test_readme_block_runs_as_a_script(line, code, skip, tmp_path):
         pytest.skip(skip)
     script = tmp_path / f"readme_line_{line}.py"
     script.write_text(code, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    paths = [str(ROOT), os.environ.get("PYTHONPATH")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in paths if path))
     result = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
+        [sys.executable, str(script)], check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
     assert result.returncode == 0, f"README.md:{line} failed:\n{result.stderr[-3000:]}"

@@ -331,7 +331,9 @@ def test_a_worker_start_failure_reports_its_cause(tmp_path: Path) -> None:
     )
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.returncode != 0
     last_line = result.stderr.strip().splitlines()[-1]
     assert "__main__" in last_line and "exit code" in last_line

@@ -295,4 +295,5 @@ def test_observation_mode_is_a_deprecated_name_of_obs_mode():
         env = gym.make("agentenvs/WebShop-v0", split="test", observation_mode="text_rich")
     assert env.unwrapped.obs_mode == "text_rich"
     observation, _ = env.reset(seed=0)
-    assert observation == gym.make("agentenvs/WebShop-v0", split="test", obs_mode="text_rich").reset(seed=0)[0]
+    renamed = gym.make("agentenvs/WebShop-v0", split="test", obs_mode="text_rich")
+    assert observation == renamed.reset(seed=0)[0]

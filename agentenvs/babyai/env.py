@@ -280,9 +280,8 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         world.agent_pos, world.agent_dir = (x, y), direction
         world.carrying = None if carrying is None else self._objects[carrying]
         world.instrs = _ObjectUnpickler(io.BytesIO(verifier), world, self._objects).load()
-        grid, self._grid_key, self._targets, self._text, self._success, self._outcome, self.last_action, boxes = (
-            mine
-        )
+        (grid, self._grid_key, self._targets, self._text, self._success, self._outcome, self.last_action,
+         boxes) = mine  # fmt: skip
         self._grid = np.frombuffer(grid, dtype=np.uint8).reshape(self._grid.shape).copy()
         self._boxes = [self._objects[index] for index in boxes]
         self.episode += 1  # an expert replans from the restored state

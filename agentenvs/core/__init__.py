@@ -1,7 +1,7 @@
 """What every env family shares: the env contract, action protocol, keys, tasks."""
 
 from agentenvs.core.agent import Agent
-from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
+from agentenvs.core.env import AgentEnv, EnvSnapshot, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.keys import (
     canonical_bytes,
     derive_rng,
@@ -29,6 +29,7 @@ __all__ = [
     "Agent",
     "AgentEnv",
     "EnvEntry",
+    "EnvSnapshot",
     "IdListTaskSource",
     "InvalidAction",
     "ListTaskSource",

@@ -119,7 +119,9 @@ class WorkerBackend:
             try:
                 results.update(worker.call("snapshot", batch))
             except WorkerDied:
-                raise RuntimeError(f"an env worker died twice while taking snapshots of {sorted(batch)}") from None
+                raise RuntimeError(
+                    f"an env worker died twice while taking snapshots of {sorted(batch)}"
+                ) from None
         return results
 
     def close(self) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentenvs.core.env import EnvSnapshot
 from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, ResetRequest, RestoreRequest, StepResult, env_factory
 
@@ -117,7 +118,7 @@ class GroupedVectorEnv:
             requests[index] = ResetRequest(first_seed + group, task_id)
         return self._start(requests)
 
-    def branch(self, snapshots: Sequence[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+    def branch(self, snapshots: Sequence[EnvSnapshot]) -> tuple[list[Any], list[dict[str, Any]]]:
         """Start the N copies of group ``g`` from ``snapshots[g]`` (one snapshot per group).
 
         Returns observations and infos as :meth:`reset` does; stepping on
@@ -130,7 +131,7 @@ class GroupedVectorEnv:
         requests = {index: RestoreRequest(snapshots[self.group_of(index)]) for index in range(self.num_envs)}
         return self._start(requests)
 
-    def snapshot(self, index: int) -> Any:
+    def snapshot(self, index: int) -> EnvSnapshot:
         """Env ``index``'s state now, for :meth:`branch` or ``env.reset(options={"snapshot": ...})``."""
         if not self._started:
             raise RuntimeError("call reset() before snapshot()")

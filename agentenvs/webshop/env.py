@@ -137,7 +137,7 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     ) -> None:
         if observation_mode is not None:
             warnings.warn(
-                "WebShopEnv(observation_mode=...) is deprecated: use obs_mode=..., the name every family uses",
+                "WebShopEnv(observation_mode=...) is deprecated: use obs_mode=..., as every family does",
                 DeprecationWarning,
                 stacklevel=2,
             )
