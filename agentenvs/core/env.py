@@ -369,7 +369,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             raise RuntimeError("nothing to snapshot: call reset() first")
         rng = self._np_random
         return EnvSnapshot(
-            env=f"{type(self).__module__}.{type(self).__qualname__}",
+            env=self._snapshot_kind(),
             task_id=self.task_id,
             turn=self.turn,
             max_turns=self.max_turns,
@@ -386,10 +386,10 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
 
         The info is a reset's (no reward components, no transitions). Stepping
         on gives exactly what stepping on from the snapshotted env gives.
-        Through Gymnasium's wrappers use ``env.reset(options={"snapshot": s})``.
+        Through Gymnasium's wrappers use ``env.reset(options={"snapshot": s})``
+        (the snapshot's RNG state then replaces a seed given with it).
         """
-        kind = f"{type(self).__module__}.{type(self).__qualname__}"
-        if not isinstance(snapshot, EnvSnapshot) or snapshot.env != kind:
+        if not isinstance(snapshot, EnvSnapshot) or snapshot.env != self._snapshot_kind():
             raise ValueError(f"not a snapshot of a {type(self).__name__}: {type(snapshot).__name__}")
         started = self.task_id != snapshot.task_id or self._episode_task is None
         if started:
@@ -406,6 +406,9 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             self.np_random.bit_generator.state = snapshot.rng_state
         text = self._last_text = snapshot.observation
         return self._emit(text), self._info(text, {}, [], terminated=self._done, truncated=False)
+
+    def _snapshot_kind(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}"
 
     def render(self) -> Any:
         if self.render_mode == "ansi":
