@@ -294,6 +294,8 @@ def test_observation_mode_is_a_deprecated_name_of_obs_mode():
     with pytest.warns(DeprecationWarning, match="obs_mode"):
         env = gym.make("agentenvs/WebShop-v0", split="test", observation_mode="text_rich")
     assert env.unwrapped.obs_mode == "text_rich"
+    with pytest.warns(DeprecationWarning, match="obs_mode"):
+        assert env.unwrapped.observation_mode == "text_rich"
     observation, _ = env.reset(seed=0)
     renamed = gym.make("agentenvs/WebShop-v0", split="test", obs_mode="text_rich")
     assert observation == renamed.reset(seed=0)[0]

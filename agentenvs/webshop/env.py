@@ -161,6 +161,12 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         self._view: pages.PageView | None = None
         self._privileged_info: dict[str, Any] = {}
 
+    @property
+    def observation_mode(self) -> str:
+        """Deprecated name of :attr:`obs_mode`."""
+        warnings.warn("WebShopEnv.observation_mode is deprecated: use obs_mode", DeprecationWarning, stacklevel=2)
+        return self.obs_mode
+
     def _search_engine(self, backend: str, pyserini_index: str | os.PathLike[str] | None) -> SearchBackend:
         if backend == "bm25s":
             return self.catalog.search_index()
