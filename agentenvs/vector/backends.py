@@ -31,11 +31,6 @@ from agentenvs.vector.slices import (
 from agentenvs.vector.workers import ProcessWorker, RayWorker, Worker, WorkerDied
 
 BACKENDS = ("inprocess", "subprocess", "ray")
-START_FAILURE_HINT = (
-    "its traceback is on stderr above. Workers started with 'spawn' or 'forkserver' import the main "
-    "script again, so a script that builds the vector env at import time dies there: put that code "
-    'under `if __name__ == "__main__":`'
-)
 
 
 class InProcessBackend:
@@ -74,7 +69,7 @@ class WorkerBackend:
                 worker.wait_ready()
         except WorkerDied as died:
             self.close()
-            raise RuntimeError(f"{died} before building its envs; {START_FAILURE_HINT}") from None
+            raise RuntimeError(f"{died} before building its envs; {died.worker_cause}") from None
         except BaseException:
             self.close()
             raise
