@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import pickle
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -98,6 +97,8 @@ _GRID_ACTIONS = frozenset({3, 4, 5})  # pickup, drop, toggle
 _EMPTY_CODE = (1, 0, 0)
 _DESC_ATTRS = ("desc", "desc_move", "desc_fixed")
 _CHANGING_TYPES = frozenset({"door", "key", "ball", "box"})  # what steps move, open or unlock
+# what minigrid's verifier instructions change as the episode goes (the rest is fixed at reset)
+_VERIFIER_FIELDS = ("a_done", "b_done", "preCarrying", "lastStepMatch")
 
 
 def grid_encoding(grid: Any) -> np.ndarray:
@@ -256,13 +257,12 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
             (_position(obj.cur_pos), getattr(obj, "is_open", False), getattr(obj, "is_locked", False))
             for obj in self._movable
         )
-        verifier = io.BytesIO()
-        _ObjectPickler(verifier, world, index).dump(world.instrs)
+        verifier = verifier_state(world.instrs, index)
         agent = (*_position(world.agent_pos), int(world.agent_dir), int(world.step_count))
         carrying = None if world.carrying is None else index[id(world.carrying)]
         mine = (self._grid.tobytes(), self._grid_key, self._targets, self._text, self._success, self._outcome,
                 self.last_action, tuple(index[id(box)] for box in self._boxes))  # fmt: skip
-        return (cells, objects, agent, carrying, verifier.getvalue(), mine)
+        return (cells, objects, agent, carrying, verifier, mine)
 
     def _restore_world(self, state: Any, *, started: bool) -> None:
         cells, objects, agent, carrying, verifier, mine = state
@@ -279,7 +279,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         x, y, direction, world.step_count = agent
         world.agent_pos, world.agent_dir = (x, y), direction
         world.carrying = None if carrying is None else self._objects[carrying]
-        world.instrs = _ObjectUnpickler(io.BytesIO(verifier), world, self._objects).load()
+        restore_verifier(world.instrs, verifier, self._objects)
         (grid, self._grid_key, self._targets, self._text, self._success, self._outcome, self.last_action,
          boxes) = mine  # fmt: skip
         self._grid = np.frombuffer(grid, dtype=np.uint8).reshape(self._grid.shape).copy()
@@ -375,28 +375,42 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         return BabyAIExpert(self)
 
 
-class _ObjectPickler(pickle.Pickler):
-    """Pickles a verifier with the world and its objects as references (``world``, object index)."""
-
-    def __init__(self, file: io.BytesIO, world: RoomGridLevel, index: Mapping[int, int]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._world, self._index = world, index
-
-    def persistent_id(self, obj: Any) -> Any:
-        if obj is self._world:
-            return "world"
-        if isinstance(obj, WorldObj):
-            return self._index[id(obj)]
-        return None
+def _verifier_parts(instr: Instr) -> list[Any]:
+    """The mission verifier's instructions and object descriptions, in a fixed order."""
+    parts: list[Any] = [instr]
+    if isinstance(instr, SeqInstr):
+        parts += _verifier_parts(instr.instr_a) + _verifier_parts(instr.instr_b)
+    parts += [getattr(instr, attr) for attr in _DESC_ATTRS if getattr(instr, attr, None) is not None]
+    return parts
 
 
-class _ObjectUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, world: RoomGridLevel, objects: list[WorldObj]) -> None:
-        super().__init__(file)
-        self._world, self._objects = world, objects
+def verifier_state(instr: Instr, index: Mapping[int, int]) -> tuple[Any, ...]:
+    """What the verifier has seen so far (sequence parts done, what was carried, where the
+    described objects are), objects named by their index."""
+    state: list[Any] = []
+    for part in _verifier_parts(instr):
+        if isinstance(part, Instr):
+            values = [getattr(part, name, None) for name in _VERIFIER_FIELDS]
+            carried = values[2]
+            values[2] = None if carried is None else index[id(carried)]
+            state.append(tuple(values))
+        else:
+            objects = tuple(index[id(obj)] for obj in part.obj_set)
+            state.append((objects, tuple(_position(position) for position in part.obj_poss)))
+    return tuple(state)
 
-    def persistent_load(self, pid: Any) -> Any:
-        return self._world if pid == "world" else self._objects[pid]
+
+def restore_verifier(instr: Instr, state: tuple[Any, ...], objects: list[WorldObj]) -> None:
+    """Put ``instr`` (this task's verifier) back into ``state`` (from :func:`verifier_state`)."""
+    for part, values in zip(_verifier_parts(instr), state, strict=True):
+        if isinstance(part, Instr):
+            for name, value in zip(_VERIFIER_FIELDS, values):
+                if hasattr(part, name):
+                    setattr(part, name, objects[value] if name == "preCarrying" and value is not None else value)
+        else:
+            indices, positions = values
+            part.obj_set = [objects[i] for i in indices]
+            part.obj_poss = list(positions)
 
 
 def _instr_parts(instr: SeqInstr) -> tuple[Instr, Instr, bool]:
