@@ -19,7 +19,8 @@ with a note. ``--out`` writes one JSON line per episode (see
 Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
 ``run`` could run nothing or an agent or env raised (that pair's row is left
 out, the others still run); 2 for bad arguments (unknown id or agent, bad kwarg,
-missing file), reported in one line on stderr.
+missing file; a results file that is empty, not text, cut short or not
+records), reported in one line on stderr.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import argparse
 import fnmatch
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -313,15 +315,17 @@ def _summary(env_id: str, agent_name: str, records: list[EpisodeRecord]) -> dict
 
 
 def _print_table(rows: list[dict[str, Any]], split: str | None) -> None:
+    """The summary table, then each run's reward components on lines of their own,
+    so that every column stays readable on an 80-column terminal."""
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=200)  # piped output: no terminal width to respect
     table = Table(title=f"agentenvs run (split: {split or 'env default'})", title_justify="left")
-    for header in ("env", "agent", "episodes", "success", "score", "turns", "return"):
-        table.add_column(header, justify="left" if header in ("env", "agent") else "right", no_wrap=True)
-    table.add_column("reward components (mean sum per episode)")
+    table.add_column("env", overflow="fold", min_width=10)
+    table.add_column("agent", overflow="fold", min_width=6)
+    for header in ("episodes", "success", "score", "turns", "return"):
+        table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
-        components = "  ".join(f"{name} {value:+.2f}" for name, value in row["components"].items())
         table.add_row(
             row["env"],
             row["agent"],
@@ -330,9 +334,25 @@ def _print_table(rows: list[dict[str, Any]], split: str | None) -> None:
             "-" if row["score"] is None else f"{row['score']:.3f}",
             f"{row['turns']:.2f}",
             f"{row['return']:+.2f}",
-            components,
         )
     console.print(table)
+    console.print("reward components (mean sum per episode):", highlight=False)
+    for row in rows:
+        console.print(f"  {row['env']} {row['agent']}:", markup=False, highlight=False)
+        entries = [f"{name} {value:+.2f}" for name, value in row["components"].items()] or ["-"]
+        for line in _packed(entries, console.width - 4):
+            console.print(f"    {line}", markup=False, highlight=False)
+
+
+def _packed(entries: list[str], width: int) -> list[str]:
+    """``entries`` joined by two spaces into lines of at most ``width`` characters (entries stay whole)."""
+    lines = [entries[0]]
+    for entry in entries[1:]:
+        if len(lines[-1]) + 2 + len(entry) <= width:
+            lines[-1] += f"  {entry}"
+        else:
+            lines.append(entry)
+    return lines
 
 
 # ------------------------------------------------------------------- replay
@@ -375,15 +395,36 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
+    """The records of a results file; a ``UsageError`` for an empty, binary or cut-short file."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{path} is not a text file of episode records (byte {exc.start} is not UTF-8)"
+        ) from None
+    if "\x00" in text:
+        raise UsageError(f"{path} is not a text file of episode records (it holds NUL bytes)")
+    lines = text.split("\n")
     records = []
-    with path.open(encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
-            except (json.JSONDecodeError, ValueError, TypeError) as exc:
-                raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+    for line_number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
+        except json.JSONDecodeError as exc:
+            if line_number == len(lines):  # the last line, with no newline after it
+                raise UsageError(
+                    f"{path}:{line_number} is cut short: the file ends inside a record"
+                ) from None
+            raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+    if not records:
+        raise UsageError(f"{path} holds no episode records")
     return records
 
 

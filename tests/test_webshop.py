@@ -48,7 +48,7 @@ def reference_env(reference_dir: Path, mode: str) -> tuple[WebShopEnv, str]:
     env = WebShopEnv(
         split="test",
         data_dir=reference_dir,
-        observation_mode=mode,
+        obs_mode=mode,
         cache_dir=reference_dir / "cache",
         max_turns=30,
     )
@@ -163,7 +163,7 @@ def test_expert_episode_outcome_score_success_and_progress():
         progress.append(info["reward_components"]["progress"])
         turns += 1
         done = terminated or truncated
-    assert terminated and info["success"] and info["score"] == 100.0
+    assert terminated and info["success"] and info["score"] == 1.0 and info["paper_score"] == 100.0
     assert info["reward_components"]["outcome"] == 1.0
     assert max(progress) > 0 and abs(sum(progress)) < 1e-12  # Φ(done) = 0: shaping sums to zero
     assert turns <= 6
@@ -176,12 +176,12 @@ def test_success_outcome_mode_pays_only_a_perfect_purchase(reference_dir):
     for action in ("search[x]", "click[b000000001]", "click[dark brown]"):
         env.step(action)
     _, reward, terminated, _, info = env.step("click[buy now]")
-    assert terminated and reward == 0.0 and info["score"] == 50.0
+    assert terminated and reward == 0.0 and info["score"] == 0.5 and info["paper_score"] == 50.0
 
 
 @pytest.mark.parametrize("mode", ["text", "text_rich", "html"])
 def test_observation_modes_and_html_render(mode):
-    env = gym.make("agentenvs/WebShop-v0", split="test", observation_mode=mode, render_mode="html")
+    env = gym.make("agentenvs/WebShop-v0", split="test", obs_mode=mode, render_mode="html")
     obs, _ = env.reset(seed=0)
     env.step("search[shoes]")
     page = env.render()
@@ -286,3 +286,14 @@ def test_expert_reward_is_one_on_95_percent_of_test_goals_and_failures_are_the_c
             failures.append(env.goal)
     assert len(failures) <= 25
     assert all(colour_quirk(goal) for goal in failures)
+
+
+def test_observation_mode_is_a_deprecated_name_of_obs_mode():
+    with pytest.warns(DeprecationWarning, match="obs_mode"):
+        env = gym.make("agentenvs/WebShop-v0", split="test", observation_mode="text_rich")
+    assert env.unwrapped.obs_mode == "text_rich"
+    with pytest.warns(DeprecationWarning, match="obs_mode"):
+        assert env.unwrapped.observation_mode == "text_rich"
+    observation, _ = env.reset(seed=0)
+    renamed = gym.make("agentenvs/WebShop-v0", split="test", obs_mode="text_rich")
+    assert observation == renamed.reset(seed=0)[0]

@@ -107,7 +107,7 @@ def recorded_env(data_dir: Path, mode: str = "text") -> WebShopEnv:
         split="test",
         data_dir=data_dir,
         cache_dir=data_dir / "cache",
-        observation_mode=mode,
+        obs_mode=mode,
         noun_backend="fallback",  # as recorded: see the recording script
         max_turns=100,
     )
@@ -141,7 +141,7 @@ def same_page(mode: str, ours: str, theirs: str) -> bool:
 @pytest.mark.parametrize("index", range(len(EPISODES)))
 def test_each_page_and_reward_is_the_originals(env, index):
     episode = EPISODES[index]
-    mode = env.observation_mode
+    mode = env.obs_mode
     (_, first, _, _), *turns = episode[mode]
     obs, _ = env.reset(options={"task_id": task_id_of(env, episode["goal"])})
     assert same_page(mode, obs, first)

@@ -80,7 +80,7 @@ def default_task_source(data_dir: str | os.PathLike[str] | None) -> TaskSource[G
 
 
 class ALFWorldEnv(AgentEnv[Game, str]):
-    """ALFWorld (see the module docstring for the observation/action/reward table).
+    """ALFWorld (the observation/action/reward table follows the arguments).
 
     Args:
         split: ``"train"``, ``"valid"`` or ``"test"``.
@@ -122,6 +122,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.game: Game | None = None
         self._targets: GoalTargets | None = None
         self._static_key = ""
+        self._initial_facts: frozenset[tuple[str, ...]] = frozenset()
 
     # ------------------------------------------------------------ world hooks
     def _start(self, task: Game) -> None:
@@ -129,6 +130,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.world = AlfredWorld(task.problem, task.goal_text)
         self._targets = goal_targets(self.world.goal)
         self._static_key = stable_digest(self.world.static_facts())
+        self._initial_facts = self.world.dynamic_facts()
 
     def _parse_action(self, action: str) -> str:
         if action not in self.world.commands():
@@ -156,6 +158,16 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     def _is_success(self) -> bool:
         return self.world.goal_reached()
+
+    def _world_state(self) -> Any:
+        # the changeable facts as a difference from the game's start, and the deletion marks
+        now = self.world.dynamic_facts()
+        return (tuple(sorted(now - self._initial_facts)), tuple(sorted(self._initial_facts - now)),
+                tuple(sorted(self.world.marks)))  # fmt: skip
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        added, removed, marks = state
+        self.world.set_dynamic_facts((self._initial_facts - set(removed)) | set(added), set(marks))
 
     def _potentials(self) -> Mapping[str, float]:
         return {"progress": progress_potential(self.world, self._targets)}

@@ -2,7 +2,7 @@
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
-from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
+from agentenvs.core.env import AgentEnv, EnvSnapshot, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.keys import (
     canonical_bytes,
     derive_rng,
@@ -33,6 +33,7 @@ __all__ = [
     "ChatError",
     "ChatReply",
     "EnvEntry",
+    "EnvSnapshot",
     "IdListTaskSource",
     "InvalidAction",
     "ListTaskSource",

@@ -41,7 +41,8 @@ Truncation             ``max_turns`` turns (MT-PPO setting: 3 turns × 3 moves;
 State key              digest of the room (walls + targets), the player cell
                        and the sorted box cells.
 Privileged info        ``optimal_moves_left``: minimum moves from the current
-                       state to the goal, ``None`` once the room is deadlocked.
+                       state to the goal, ``-1`` once the room is deadlocked
+                       (an int in every state, so vector envs can stack it).
 Tasks                  generated (see :mod:`agentenvs.sokoban.generator`): by
                        default rooms whose optimal solution fits the move
                        budget ``max_turns × max_actions_per_turn``, so every
@@ -240,8 +241,15 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
     def _is_success(self) -> bool:
         return is_solved(self._task.room, self._boxes)
 
+    def _world_state(self) -> Any:
+        return (self._player, self._boxes)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        self._player, self._boxes = state
+
     def _privileged(self) -> Mapping[str, Any]:
-        return {"optimal_moves_left": self._task.space.moves_to_goal(self._player, self._boxes)}
+        moves = self._task.space.moves_to_goal(self._player, self._boxes)
+        return {"optimal_moves_left": -1 if moves is None else moves}
 
     def admissible_actions(self) -> list[str]:
         return list(DIRECTIONS)

@@ -94,7 +94,7 @@ NONSENSE_ACTIONS = ("look around", "craft", "get oak planks", "check inventory",
 
 
 class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
-    """TextCraft with ADaPT's goals, texts and step limit; see the module docstring.
+    """TextCraft with ADaPT's goals, texts and step limit; the table follows the arguments.
 
     Args:
         split: ``"train"``, ``"valid"``, ``"test"`` or ``"adapt"``.
@@ -179,6 +179,15 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
 
     def _is_success(self) -> bool:
         return self.world.goal_crafted
+
+    def _world_state(self) -> Any:
+        # the inventory in its listing order, which ``inventory`` shows
+        return (tuple(self.world.inventory.items()), self.world.goal_crafted)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        inventory, self.world.goal_crafted = state
+        self.world.inventory = dict(inventory)
+        self._failure_feedback = None
 
     def _potentials(self) -> Mapping[str, float]:
         return {"progress": self._plan_trees[self.task.goal].covered_share(self.world.inventory)}
