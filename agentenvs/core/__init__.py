@@ -1,6 +1,7 @@
 """What every env family shares: the env contract, action protocol, keys, tasks."""
 
 from agentenvs.core.agent import Agent
+from agentenvs.core.chat import ChatClient, ChatError, ChatReply
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.keys import (
     canonical_bytes,
@@ -28,6 +29,9 @@ __all__ = [
     "ActionProtocol",
     "Agent",
     "AgentEnv",
+    "ChatClient",
+    "ChatError",
+    "ChatReply",
     "EnvEntry",
     "IdListTaskSource",
     "InvalidAction",
