@@ -200,9 +200,9 @@ def _interval(mean: float, low: float, high: float) -> dict[str, float]:
 def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Per-env and overall success and score with 95% bootstrap intervals.
 
-    Deterministic: envs in sorted order, one generator seeded with
-    :data:`BOOTSTRAP_SEED`, so the same episodes give the same summary
-    anywhere. The overall interval resamples each env independently and
+    Deterministic: envs in sorted order, each env's episodes by (seed, task
+    id), one generator seeded with :data:`BOOTSTRAP_SEED`, so the same
+    episodes give the same summary anywhere, in any order. The overall interval resamples each env independently and
     averages the resampled env means.
     """
     by_env: dict[str, list[Mapping[str, Any]]] = {}
@@ -212,7 +212,7 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     envs: dict[str, Any] = {}
     resampled: dict[str, list[np.ndarray]] = {"success": [], "score": []}
     for env_id in sorted(by_env):
-        rows = by_env[env_id]
+        rows = sorted(by_env[env_id], key=lambda row: (row["seed"], row["task_id"]))
         entry: dict[str, Any] = {"episodes": len(rows)}
         for metric in ("success", "score"):
             values = [float(row[metric]) for row in rows]
