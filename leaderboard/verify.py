@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs.agents.bundle import BundleError, summarize, summary_differences, validate
-from agentenvs.agents.panel import PANELS, env_panel, panel_digest
+from agentenvs.agents.panel import PANELS, PanelSpec, env_panel, panel_digest
 from agentenvs.core.prompting import observation_text
 from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
@@ -58,9 +58,17 @@ class Verdict:
 
 
 def verify_submission(
-    document: Any, *, backend: str = "inprocess", num_workers: int | None = None, batch: int = DEFAULT_BATCH
+    document: Any,
+    *,
+    backend: str = "inprocess",
+    num_workers: int | None = None,
+    batch: int = DEFAULT_BATCH,
+    panels: Mapping[str, PanelSpec] = PANELS,
 ) -> Verdict:
-    """Check ``document`` (a submission, see the module docstring); problems empty when verified."""
+    """Check ``document`` (a submission, see the module docstring); problems empty when verified.
+
+    ``panels`` are the panels the board accepts, by name.
+    """
     verdict = Verdict()
     try:
         validate("submission", document)
@@ -68,15 +76,18 @@ def verify_submission(
         verdict.add(f"schema: {exc}")
         return verdict
     metadata, episodes = document["metadata"], document["episodes"]
-    if not _check_panel(metadata, verdict) or not _check_coverage(metadata, episodes, verdict):
+    spec = panels.get(metadata["panel"])
+    if spec is None:
+        verdict.add(f"unknown panel {metadata['panel']!r}")
+        return verdict
+    if not _check_panel(spec, metadata, verdict) or not _check_coverage(spec, metadata, episodes, verdict):
         return verdict
     verdict.transcripts = [[] for _ in episodes]
     by_env: dict[str, list[int]] = {}
     for index, episode in enumerate(episodes):
         by_env.setdefault(episode["env_id"], []).append(index)
-    split = PANELS[metadata["panel"]].split
     for env_id, indices in sorted(by_env.items()):
-        _replay_env(env_id, split, episodes, indices, verdict, backend, num_workers, batch)
+        _replay_env(env_id, spec.split, episodes, indices, verdict, backend, num_workers, batch)
     if verdict.verified:
         recomputed = summarize(episodes)
         for difference in summary_differences(document["summary"], recomputed):
@@ -85,11 +96,7 @@ def verify_submission(
     return verdict
 
 
-def _check_panel(metadata: Mapping[str, Any], verdict: Verdict) -> bool:
-    spec = PANELS.get(metadata["panel"])
-    if spec is None:
-        verdict.add(f"unknown panel {metadata['panel']!r}")
-        return False
+def _check_panel(spec: PanelSpec, metadata: Mapping[str, Any], verdict: Verdict) -> bool:
     known = {}
     for env_id, digest in sorted(metadata["env_digests"].items()):
         try:
@@ -108,8 +115,9 @@ def _check_panel(metadata: Mapping[str, Any], verdict: Verdict) -> bool:
     return True
 
 
-def _check_coverage(metadata: Mapping[str, Any], episodes: Sequence[Mapping[str, Any]], verdict: Verdict) -> bool:
-    spec = PANELS[metadata["panel"]]
+def _check_coverage(
+    spec: PanelSpec, metadata: Mapping[str, Any], episodes: Sequence[Mapping[str, Any]], verdict: Verdict
+) -> bool:
     wanted = {e.key for env_id in metadata["env_digests"] for e in env_panel(env_id, spec).episodes}
     seen: set[tuple[str, str, int]] = set()
     for number, episode in enumerate(episodes):

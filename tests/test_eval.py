@@ -126,11 +126,11 @@ def test_bundle_lines_are_validated_on_read(tmp_path):
     edited = json.loads(lines[1])
     edited["score"] = "1.0"
     path.write_text("\n".join([lines[0], json.dumps(edited), lines[2]]) + "\n")
-    with pytest.raises(BundleError, match=r"episodes.jsonl:2: episode score"):
+    with pytest.raises(BundleError, match=r"episodes.jsonl:2: episode: data.score must be number"):
         read_bundle(tmp_path)
     del edited["score"]
     path.write_text("\n".join([lines[0], json.dumps(edited)]) + "\n")
-    with pytest.raises(BundleError, match="'score' is a required property"):
+    with pytest.raises(BundleError, match=r"episodes.jsonl:2: episode: data must contain .*'score'"):
         read_bundle(tmp_path)
 
 

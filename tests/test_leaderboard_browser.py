@@ -6,13 +6,10 @@ Skipped where ``/usr/bin/chromium`` is missing (CI installs the ``chromium`` pac
 from __future__ import annotations
 
 import copy
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import uvicorn
+from fixtures.app_server import serving
 
 from agentenvs.agents.panel import PANELS
 from leaderboard.app import create_app
@@ -25,12 +22,6 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs the Debian 
 HOSTILE_NAME = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 1">'
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def board_url(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("board") / "board.sqlite")
@@ -41,16 +32,8 @@ def board_url(tmp_path_factory):
         episode["agent"] = HOSTILE_NAME
     for document in [*documents, hostile]:
         store.finish(store.add_pending(document, "test"), verify_submission(document))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(store, ["t"]), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(store, ["t"])) as url:
+        yield f"{url}/"
 
 
 @pytest.fixture(scope="module")
