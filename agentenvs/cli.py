@@ -440,9 +440,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             )
         except BundleError as exc:
             raise UsageError(str(exc)) from None
-    print(f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed")
+    print(
+        f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed"
+    )
     for episode, error in report.crashed[:10]:
-        _note(notes, f"crashed: {episode.env_id} task {episode.task_id} seed {episode.seed}: {_one_line(Exception(error))}", "red")
+        _note(
+            notes,
+            f"crashed: {episode.env_id} task {episode.task_id} seed {episode.seed}: {' '.join(error.split())}",
+            "red",
+        )
     if report.crashed:
         _note(notes, "rerun the same command to play the crashed episodes again", "red")
         return 1
@@ -471,7 +477,9 @@ def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
     if args.local_model is not None:
         from agentenvs.agents.local import TransformersChat
 
-        return TransformersChat.from_pretrained(args.local_model, max_tokens=args.max_tokens or 256), "transformers"
+        return TransformersChat.from_pretrained(
+            args.local_model, max_tokens=args.max_tokens or 256
+        ), "transformers"
     from agentenvs.core.chat import ChatClient
 
     api_key = None
@@ -534,14 +542,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = command("eval", cmd_eval, "evaluate a chat model on a panel and write a submission bundle")
     evaluate.add_argument("env_ids", nargs="+", metavar="ID|all|PATTERN")
-    evaluate.add_argument("--model", required=True, help="model name (sent to the endpoint, shown on the board)")
+    evaluate.add_argument(
+        "--model", required=True, help="model name (sent to the endpoint, shown on the board)"
+    )
     evaluate.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
     evaluate.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
-    evaluate.add_argument("--local-model", metavar="PATH", help="a local transformers model instead of an endpoint")
+    evaluate.add_argument(
+        "--local-model", metavar="PATH", help="a local transformers model instead of an endpoint"
+    )
     evaluate.add_argument("--panel", default="test", help="evaluation panel: test (default) or smoke")
-    evaluate.add_argument("--out", metavar="DIR", help="bundle folder (default eval-MODEL-PANEL); rerun to resume")
+    evaluate.add_argument(
+        "--out", metavar="DIR", help="bundle folder (default eval-MODEL-PANEL); rerun to resume"
+    )
     evaluate.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
-    evaluate.add_argument("--history-window", type=int, help="past turns shown besides the first (default all)")
+    evaluate.add_argument(
+        "--history-window", type=int, help="past turns shown besides the first (default all)"
+    )
     evaluate.add_argument("--model-size", default="", help="parameter count shown on the board, e.g. 7B")
     evaluate.add_argument("--temperature", type=float, default=0.0)
     evaluate.add_argument("--max-tokens", type=int, help="tokens per response")

@@ -41,12 +41,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--env", action="append", help="env id (repeatable; default every main env available)")
-    parser.add_argument("--backend", action="append", choices=["inprocess", "subprocess"], help="default both")
+    parser.add_argument(
+        "--env", action="append", help="env id (repeatable; default every main env available)"
+    )
+    parser.add_argument(
+        "--backend", action="append", choices=["inprocess", "subprocess"], help="default both"
+    )
     parser.add_argument("--out", help="write the rows as JSON")
     args = parser.parse_args()
     rows = []
-    print(f"agentenvs {agentenvs.__version__}: replay verification of {args.episodes} random-agent episodes per env")
+    print(
+        f"agentenvs {agentenvs.__version__}: replay verification of {args.episodes} random-agent episodes per env"
+    )
     print(f"{'env':<28} {'backend':<16} {'episodes':>8} {'turns':>7} {'seconds':>8} {'episodes/s':>11}")
     for env_id in args.env or available_main_ids():
         for backend in args.backend or ["inprocess", "subprocess"]:

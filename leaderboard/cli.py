@@ -92,7 +92,9 @@ def _post(url: str, body: bytes, token: str) -> dict:
 
 
 def _status(url: str, submission_id: int) -> dict:
-    with urllib.request.urlopen(f"{url.rstrip('/')}/submissions/{submission_id}/status", timeout=60) as response:
+    with urllib.request.urlopen(
+        f"{url.rstrip('/')}/submissions/{submission_id}/status", timeout=60
+    ) as response:
         return json.loads(response.read())
 
 
@@ -105,7 +107,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     try:
         reply = _post(args.url, json.dumps(document).encode(), token)
     except urllib.error.HTTPError as exc:
-        print(f"leaderboard: upload refused ({exc.code}): {exc.read().decode(errors='replace')}", file=sys.stderr)
+        print(
+            f"leaderboard: upload refused ({exc.code}): {exc.read().decode(errors='replace')}",
+            file=sys.stderr,
+        )
         return 1
     print(f"submitted as #{reply['id']} ({reply['status']})")
     if not args.wait:
@@ -125,7 +130,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     verdict = verify_submission(read_bundle(args.bundle), backend=args.backend, num_workers=args.workers)
     if verdict.verified:
         overall = verdict.summary["overall"]
-        print(f"verified: {len(verdict.transcripts)} episodes reproduce; overall score {overall['score']['mean']:.3f}")
+        print(
+            f"verified: {len(verdict.transcripts)} episodes reproduce; overall score {overall['score']['mean']:.3f}"
+        )
         return 0
     print("rejected:")
     for problem in verdict.problems:
@@ -155,7 +162,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     tokens = [token.strip() for token in os.environ.get(args.tokens_env, "").split(",") if token.strip()]
     if not tokens:
-        print(f"leaderboard: error: set {args.tokens_env} to the comma-separated upload tokens", file=sys.stderr)
+        print(
+            f"leaderboard: error: set {args.tokens_env} to the comma-separated upload tokens", file=sys.stderr
+        )
         return 2
     uvicorn.run(create_app(Store(args.db), tokens), host=args.host, port=args.port)
     return 0

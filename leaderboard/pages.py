@@ -54,8 +54,8 @@ Link = Callable[[int], str]
 
 def _page(title: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{escape(CONTENT_SECURITY_POLICY)}\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n"
         f"<script>{SORT_SCRIPT}</script>\n</body></html>\n"
     )
@@ -93,7 +93,10 @@ def board_page(rows: Sequence[dict[str, Any]], link: Link) -> str:
             _interval_cell(summary["overall"]["score"], as_percent=False),
             _interval_cell(summary["overall"]["success"], as_percent=True),
         ]
-        cells += [_interval_cell(summary["envs"].get(env_id, {}).get("score"), as_percent=False) for env_id in env_ids]
+        cells += [
+            _interval_cell(summary["envs"].get(env_id, {}).get("score"), as_percent=False)
+            for env_id in env_ids
+        ]
         body.append(f"<tr>{''.join(cells)}</tr>")
     table = (
         f'<table class="sortable" id="board"><thead><tr>{head}</tr></thead>'
@@ -124,18 +127,22 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
     parts = [
         f'<p><a href="{escape(board_link)}">← board</a></p>',
         f"<h1>{escape(row['model'])}</h1>",
-        "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in facts) + "</table>",
+        "<table>"
+        + "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in facts)
+        + "</table>",
     ]
     if row["problems"]:
-        parts.append("<h2>Problems</h2><ul>" + "".join(f"<li>{escape(p)}</li>" for p in row["problems"]) + "</ul>")
+        parts.append(
+            "<h2>Problems</h2><ul>" + "".join(f"<li>{escape(p)}</li>" for p in row["problems"]) + "</ul>"
+        )
     if row["summary"]:
         lines = []
         for env_id, entry in sorted(row["summary"]["envs"].items()):
             lines.append(
-                f"<tr><td>{escape(env_id)}</td><td class=\"num\">{entry['episodes']}</td>"
+                f'<tr><td>{escape(env_id)}</td><td class="num">{entry["episodes"]}</td>'
                 f"{_interval_cell(entry['success'], True)}{_interval_cell(entry['score'], False)}"
-                f"<td class=\"num\">{entry['turns']:.2f}</td>"
-                f"<td class=\"num\">{entry['prompt_tokens']} / {entry['completion_tokens']}</td></tr>"
+                f'<td class="num">{entry["turns"]:.2f}</td>'
+                f'<td class="num">{entry["prompt_tokens"]} / {entry["completion_tokens"]}</td></tr>'
             )
         parts.append(
             "<h2>Per env</h2><table><thead><tr><th>env</th><th>episodes</th><th>success</th><th>score</th>"
@@ -148,7 +155,7 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
         mark = "success" if episode["success"] else "failure"
         turns = []
         for number, turn in enumerate(episode["transcript"], start=1):
-            observation = f"<pre class=\"observation\">{escape(turn['observation'])}</pre>"
+            observation = f'<pre class="observation">{escape(turn["observation"])}</pre>'
             if "response" in turn:
                 turns.append(
                     f'<div class="turn"><b>turn {number}</b> (reward {turn["reward"]:+.3f}){observation}'

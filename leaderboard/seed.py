@@ -31,7 +31,9 @@ def scripted_document(env_ids: Sequence[str], agent: str, spec: PanelSpec) -> di
                 started = time.perf_counter()
                 record = play_episode(env, agent, seed=episode.seed, env_id=env_id, env_kwargs={})
                 if record.task_id != episode.task_id:
-                    raise RuntimeError(f"{env_id} seed {episode.seed} played task {record.task_id}, not {episode.task_id}")
+                    raise RuntimeError(
+                        f"{env_id} seed {episode.seed} played task {record.task_id}, not {episode.task_id}"
+                    )
                 lines.append(
                     {
                         **record.to_json(),

@@ -95,12 +95,16 @@ class Store:
 
     def pending_ids(self) -> list[int]:
         with self._lock:
-            rows = self._db.execute("SELECT id FROM submissions WHERE status = 'pending' ORDER BY id").fetchall()
+            rows = self._db.execute(
+                "SELECT id FROM submissions WHERE status = 'pending' ORDER BY id"
+            ).fetchall()
         return [row["id"] for row in rows]
 
     def document(self, submission_id: int) -> dict[str, Any]:
         with self._lock:
-            row = self._db.execute("SELECT document FROM submissions WHERE id = ?", (submission_id,)).fetchone()
+            row = self._db.execute(
+                "SELECT document FROM submissions WHERE id = ?", (submission_id,)
+            ).fetchone()
         return json.loads(row["document"])
 
     def finish(self, submission_id: int, verdict: Verdict) -> None:
@@ -161,7 +165,10 @@ class Store:
                 " FROM episodes WHERE submission_id = ? ORDER BY position",
                 (submission_id,),
             ).fetchall()
-        return [{**dict(row), "success": bool(row["success"]), "transcript": json.loads(row["transcript"])} for row in rows]
+        return [
+            {**dict(row), "success": bool(row["success"]), "transcript": json.loads(row["transcript"])}
+            for row in rows
+        ]
 
     def board(self) -> list[dict[str, Any]]:
         """Every verified submission, newest first."""

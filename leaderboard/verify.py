@@ -130,7 +130,9 @@ def _check_coverage(
         if episode["split"] != spec.split:
             verdict.add(f"episode {number}: split {episode['split']!r}, the panel plays {spec.split!r}")
         if episode["agent"] != metadata["model"]:
-            verdict.add(f"episode {number}: agent {episode['agent']!r} is not the model {metadata['model']!r}")
+            verdict.add(
+                f"episode {number}: agent {episode['agent']!r} is not the model {metadata['model']!r}"
+            )
     for key in sorted(wanted - seen)[:5]:
         verdict.add(f"panel episode {key} is missing")
     if len(wanted - seen) > 5:
@@ -173,9 +175,15 @@ class _Replay:
         self.error: str | None = None
 
 
-def _replay_chunk(backend: Any, episodes: Sequence[Mapping[str, Any]], chunk: Sequence[int], verdict: Verdict) -> None:
-    requests = {slot: ResetRequest(episodes[i]["seed"], episodes[i]["task_id"]) for slot, i in enumerate(chunk)}
-    replays = {slot: _Replay(episodes[chunk[slot]], *result) for slot, result in backend.reset(requests).items()}
+def _replay_chunk(
+    backend: Any, episodes: Sequence[Mapping[str, Any]], chunk: Sequence[int], verdict: Verdict
+) -> None:
+    requests = {
+        slot: ResetRequest(episodes[i]["seed"], episodes[i]["task_id"]) for slot, i in enumerate(chunk)
+    }
+    replays = {
+        slot: _Replay(episodes[chunk[slot]], *result) for slot, result in backend.reset(requests).items()
+    }
     turn = 0
     running = {slot for slot, replay in replays.items() if replay.record["responses"]}
     for slot in set(replays) - running:
@@ -208,7 +216,9 @@ def _replay_chunk(backend: Any, episodes: Sequence[Mapping[str, Any]], chunk: Se
     for slot, replay in replays.items():
         index = chunk[slot]
         for problem in _differences(replay):
-            verdict.add(f"episode {index} ({replay.record['env_id']} task {replay.record['task_id']}): {problem}")
+            verdict.add(
+                f"episode {index} ({replay.record['env_id']} task {replay.record['task_id']}): {problem}"
+            )
         verdict.transcripts[index] = [*replay.turns, {"observation": replay.observation}]
 
 
@@ -221,11 +231,20 @@ def _differences(replay: _Replay) -> list[str]:
     if replay.final is None:
         problems.append(f"the episode had not ended after the record's {len(record['responses'])} turns")
     elif len(replay.rewards) != len(record["responses"]):
-        problems.append(f"the episode ended after {len(replay.rewards)} turns; the record has {len(record['responses'])}")
-    for name, actual in (("rewards", replay.rewards), ("obs_keys", replay.obs_keys), ("state_keys", replay.state_keys)):
+        problems.append(
+            f"the episode ended after {len(replay.rewards)} turns; the record has {len(record['responses'])}"
+        )
+    for name, actual in (
+        ("rewards", replay.rewards),
+        ("obs_keys", replay.obs_keys),
+        ("state_keys", replay.state_keys),
+    ):
         claimed = record[name]
         if len(claimed) != len(actual) or not all(_same(a, c) for a, c in zip(actual, claimed)):
-            turn = next((t for t, (a, c) in enumerate(zip(actual, claimed)) if not _same(a, c)), min(len(actual), len(claimed)))
+            turn = next(
+                (t for t, (a, c) in enumerate(zip(actual, claimed)) if not _same(a, c)),
+                min(len(actual), len(claimed)),
+            )
             problems.append(f"{name} differ from turn {turn}")
     if record["turns"] != len(record["responses"]):
         problems.append(f"turns {record['turns']}, but {len(record['responses'])} responses")

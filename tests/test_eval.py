@@ -32,7 +32,9 @@ def first_admissible_or_left(body: dict) -> str:
 class ScriptedChat:
     """A chat backend in-process: fixed reply, optional failures, counts calls and calls in flight."""
 
-    def __init__(self, reply: str = "<action>left</action>", fail_task: str | None = None, delay_s: float = 0.0):
+    def __init__(
+        self, reply: str = "<action>left</action>", fail_task: str | None = None, delay_s: float = 0.0
+    ):
         self.reply, self.fail_task, self.delay_s = reply, fail_task, delay_s
         self.calls = 0
         self.in_flight = self.max_in_flight = 0
@@ -56,7 +58,9 @@ class ScriptedChat:
 def test_eval_plays_the_panel_through_an_endpoint_into_a_bundle_that_verifies(tmp_path):
     with FakeOpenAIServer(reply=first_admissible_or_left) as server:
         client = ChatClient(server.base_url, "fake-model", max_retries=0)
-        report = run_eval(ENV_IDS, client, tmp_path, spec=SMOKE, model="fake-model", model_size="1B", concurrency=4)
+        report = run_eval(
+            ENV_IDS, client, tmp_path, spec=SMOKE, model="fake-model", model_size="1B", concurrency=4
+        )
         requests = list(server.requests)
     assert report.played == 6 and not report.crashed and report.skipped == 0
     document = read_bundle(tmp_path)
@@ -84,7 +88,11 @@ def test_no_more_episodes_in_flight_than_the_concurrency(tmp_path):
 
 def test_a_crashed_episode_is_reported_not_written_and_resume_plays_only_what_is_missing(tmp_path):
     failing_task = env_panel(ENV_IDS[1], SMOKE).episodes[0]
-    goal = gym.make(ENV_IDS[1], split="test").reset(options={"task_id": failing_task.task_id})[0].split("Goal:")[1]
+    goal = (
+        gym.make(ENV_IDS[1], split="test")
+        .reset(options={"task_id": failing_task.task_id})[0]
+        .split("Goal:")[1]
+    )
     broken = ScriptedChat(fail_task=goal)
     report = run_eval(ENV_IDS, broken, tmp_path, spec=SMOKE, model="m", concurrency=3)
     assert [episode for episode, _ in report.crashed] == [failing_task]
@@ -154,7 +162,9 @@ def test_summary_intervals_are_deterministic_and_bracket_the_mean():
     for entry in [*summary["envs"].values(), summary["overall"]]:
         for metric in ("success", "score"):
             interval = entry[metric]
-            assert interval["low"] <= interval["mean"] <= interval["high"] and interval["low"] < interval["high"]
+            assert (
+                interval["low"] <= interval["mean"] <= interval["high"] and interval["low"] < interval["high"]
+            )
     assert summary["envs"][ENV_IDS[0]]["score"]["mean"] == pytest.approx(0.45)
     assert summary["envs"][ENV_IDS[0]]["prompt_tokens"] == 50
 

@@ -29,7 +29,10 @@ def tiny_model_dir(tmp_path_factory):
     tokenizer = bpe_tokenizer(texts, vocab_size=300, words=["up", "down", "left", "right"])
     torch.manual_seed(0)
     model = random_causal_lm(
-        len(tokenizer), hidden_size=32, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id
+        len(tokenizer),
+        hidden_size=32,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     folder = tmp_path_factory.mktemp("tiny-model")
     model.save_pretrained(folder)
@@ -54,7 +57,10 @@ def test_model_server_speaks_the_openai_api(tiny_model_dir):
         reply = client.complete([{"role": "user", "content": "#P_O#"}])
         local = chat.complete([{"role": "user", "content": "#P_O#"}])
         assert (reply.text, reply.prompt_tokens, reply.completion_tokens, reply.finish_reason) == (
-            local.text, local.prompt_tokens, local.completion_tokens, local.finish_reason
+            local.text,
+            local.prompt_tokens,
+            local.completion_tokens,
+            local.finish_reason,
         )
         assert reply.prompt_tokens > 0
         wrong = ChatClient(f"{url}/v1", "another-model", max_retries=0)
@@ -86,6 +92,15 @@ def test_eval_to_verified_row_on_the_board(tiny_model_dir, tmp_path, capsys, mon
 
 def test_eval_with_the_local_backend_marks_the_endpoint_kind(tiny_model_dir, tmp_path):
     bundle = tmp_path / "bundle"
-    command = ["eval", "Sokoban-v0", "--model", "tiny", "--local-model", str(tiny_model_dir), "--max-tokens", "6"]
+    command = [
+        "eval",
+        "Sokoban-v0",
+        "--model",
+        "tiny",
+        "--local-model",
+        str(tiny_model_dir),
+        "--max-tokens",
+        "6",
+    ]
     assert agentenvs_main([*command, "--panel", "smoke", "--out", str(bundle), "--concurrency", "2"]) == 0
     assert read_bundle(bundle)["metadata"]["endpoint"] == "transformers"

@@ -63,4 +63,6 @@ def test_baselines_prompt_opens_with_the_env_instructions():
     text = template.render(first_observation="Goal: x", history=[], observation="Goal: x", turn=0)
     assert text.startswith(registered_instructions("agentenvs/TextCraft-v0"))
     custom = PromptTemplate("agentenvs/TextCraft-v0", instructions="CUSTOM RULES")
-    assert custom.render(first_observation="g", history=[], observation="g", turn=0).startswith("CUSTOM RULES")
+    assert custom.render(first_observation="g", history=[], observation="g", turn=0).startswith(
+        "CUSTOM RULES"
+    )

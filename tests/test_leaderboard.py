@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from agentenvs.agents.panel import PANELS
 from leaderboard.app import create_app
-from leaderboard.cli import export, main
+from leaderboard.cli import main
 from leaderboard.seed import scripted_document
 from leaderboard.store import Store
 from leaderboard.verify import verify_submission
@@ -79,9 +79,15 @@ def test_upload_is_verified_by_the_worker_and_shown_on_the_board(tmp_path, rando
     assert rejection["status"] == "rejected" and "rewards differ" in rejection["problems"][0]
     board = client.get("/")
     assert board.status_code == 200 and "script-src 'sha256-" in board.headers["content-security-policy"]
-    assert "random" in board.text and "✔ replayed" in board.text and f"submissions/{rejected_id}" not in board.text
+    assert (
+        "random" in board.text
+        and "✔ replayed" in board.text
+        and f"submissions/{rejected_id}" not in board.text
+    )
     page = client.get(f"/submissions/{accepted.json()['id']}")
-    assert page.status_code == 200 and "final observation" in page.text and "agentenvs/TextCraft-v0" in page.text
+    assert (
+        page.status_code == 200 and "final observation" in page.text and "agentenvs/TextCraft-v0" in page.text
+    )
     assert client.get("/submissions/999").status_code == 404
 
 

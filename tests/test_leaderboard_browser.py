@@ -25,7 +25,9 @@ HOSTILE_NAME = '<script>window.__pwned = 1</script><img src=x onerror="window.__
 @pytest.fixture(scope="module")
 def board_url(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("board") / "board.sqlite")
-    documents = [scripted_document(["agentenvs/Sokoban-v0"], agent, PANELS["smoke"]) for agent in ("random", "expert")]
+    documents = [
+        scripted_document(["agentenvs/Sokoban-v0"], agent, PANELS["smoke"]) for agent in ("random", "expert")
+    ]
     hostile = copy.deepcopy(documents[0])
     hostile["metadata"]["model"] = HOSTILE_NAME
     for episode in hostile["episodes"]:

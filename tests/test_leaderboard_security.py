@@ -20,7 +20,9 @@ from leaderboard.verify import verify_submission
 ENV_IDS = ["agentenvs/Sokoban-v0", "agentenvs/TextCraft-v0"]
 TOKEN = "upload-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-HOSTILE_NAME = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=1\">'); DROP TABLE submissions;--"
+HOSTILE_NAME = (
+    '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">\'); DROP TABLE submissions;--'
+)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +124,9 @@ def test_malformed_document_is_rejected(attack):
 # ------------------------------------------------------------------ the app
 @pytest.fixture
 def app(tmp_path):
-    return create_app(Store(tmp_path / "board.sqlite"), [TOKEN], Limits(max_bytes=200_000, uploads_per_window=3))
+    return create_app(
+        Store(tmp_path / "board.sqlite"), [TOKEN], Limits(max_bytes=200_000, uploads_per_window=3)
+    )
 
 
 def test_upload_without_a_token_is_refused(app, honest):
@@ -132,7 +136,9 @@ def test_upload_without_a_token_is_refused(app, honest):
 def test_upload_with_a_wrong_token_is_refused(app, honest):
     reply = TestClient(app).post("/submissions", json=honest, headers={"Authorization": "Bearer guess"})
     assert reply.status_code == 403
-    assert TestClient(app).post("/submissions", json=honest, headers={"Authorization": TOKEN}).status_code == 401
+    assert (
+        TestClient(app).post("/submissions", json=honest, headers={"Authorization": TOKEN}).status_code == 401
+    )
 
 
 def test_oversized_upload_is_refused_before_parsing(app):
@@ -185,8 +191,8 @@ def test_hostile_model_names_are_stored_verbatim_and_rendered_inert(app, honest)
 
 
 def test_hostile_responses_replay_and_render_inert(tmp_path):
-    from agentenvs.agents.evaluate import run_eval
     from agentenvs.agents.bundle import read_bundle
+    from agentenvs.agents.evaluate import run_eval
     from agentenvs.core.chat import ChatReply
 
     class Hostile:
@@ -207,5 +213,8 @@ def test_hostile_responses_replay_and_render_inert(tmp_path):
         for episode, transcript in zip(document["episodes"], verdict.transcripts)
     ]
     page = submission_page(row, episodes, board_link="/")
-    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/pre&gt;" in page
+    assert (
+        "<script>alert(1)</script>" not in page
+        and "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/pre&gt;" in page
+    )
     assert json.dumps("<script>") not in board_page([row], lambda i: f"{i}")

@@ -46,10 +46,26 @@ _keys = {"type": "array", "items": {"type": "string", "maxLength": 128}}
 EPISODE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": [
-        "env_id", "env_kwargs", "split", "task_id", "seed", "agent", "responses", "rewards",
-        "obs_keys", "state_keys", "success", "score", "turns", "return", "component_sums",
-        "prompt_tokens", "completion_tokens", "model_s", "env_s",
-    ],  # fmt: skip
+        "env_id",
+        "env_kwargs",
+        "split",
+        "task_id",
+        "seed",
+        "agent",
+        "responses",
+        "rewards",
+        "obs_keys",
+        "state_keys",
+        "success",
+        "score",
+        "turns",
+        "return",
+        "component_sums",
+        "prompt_tokens",
+        "completion_tokens",
+        "model_s",
+        "env_s",
+    ],
     "additionalProperties": False,
     "properties": {
         "env_id": {"type": "string", "maxLength": 200},
@@ -111,9 +127,16 @@ SUMMARY_SCHEMA: dict[str, Any] = {
 METADATA_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": [
-        "schema", "model", "model_size", "endpoint", "package_version", "panel", "panel_digest",
-        "env_digests", "created",
-    ],  # fmt: skip
+        "schema",
+        "model",
+        "model_size",
+        "endpoint",
+        "package_version",
+        "panel",
+        "panel_digest",
+        "env_digests",
+        "created",
+    ],
     "additionalProperties": False,
     "properties": {
         "schema": {"const": SCHEMA_VERSION},
@@ -240,7 +263,11 @@ def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> lis
     if isinstance(actual, Mapping):
         if not isinstance(claimed, Mapping) or set(claimed) != set(actual):
             return [f"{path}: keys {sorted(claimed) if isinstance(claimed, Mapping) else claimed!r}"]
-        return [d for key in sorted(actual) for d in summary_differences(claimed[key], actual[key], f"{path}.{key}")]
+        return [
+            d
+            for key in sorted(actual)
+            for d in summary_differences(claimed[key], actual[key], f"{path}.{key}")
+        ]
     if isinstance(claimed, bool) or not isinstance(claimed, (int, float)):
         return [f"{path}: {claimed!r}, recomputed {actual!r}"]
     if not math.isclose(float(claimed), float(actual), rel_tol=1e-9, abs_tol=1e-12):

@@ -187,7 +187,11 @@ def run_eval(
     out.mkdir(parents=True, exist_ok=True)
     panels = [env_panel(env_id, spec) for env_id in env_ids]
     metadata = submission_metadata(
-        spec, {panel.env_id: panel.digest for panel in panels}, model=model, model_size=model_size, endpoint=endpoint
+        spec,
+        {panel.env_id: panel.digest for panel in panels},
+        model=model,
+        model_size=model_size,
+        endpoint=endpoint,
     )
     if (out / METADATA_FILE).exists():
         previous = read_json(out / METADATA_FILE, "metadata")
@@ -207,7 +211,7 @@ def run_eval(
     done_keys = {(line["env_id"], line["task_id"], line["seed"]) for line in finished}
     stray = done_keys - wanted
     if stray:
-        raise BundleError(f"{episodes_path} holds episodes outside this panel, e.g. {sorted(stray)[0]}")
+        raise BundleError(f"{episodes_path} holds episodes outside this panel, e.g. {min(stray)}")
     report = EvalReport(skipped=len(done_keys))
     pending = [(panel, e) for panel in panels for e in panel.episodes if e.key not in done_keys]
     pool = _EnvPool(spec.split)

@@ -34,7 +34,9 @@ class TransformersChat:
         seed: torch seed of each sampled reply (replies are reproducible).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_tokens: int = 128, temperature: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, max_tokens: int = 128, temperature: float = 0.0, seed: int = 0
+    ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
@@ -60,7 +62,11 @@ class TransformersChat:
         return list(ids)
 
     def complete(
-        self, messages: list[dict[str, str]], *, max_tokens: int | None = None, temperature: float | None = None
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
     ) -> ChatReply:
         import torch
 

@@ -70,7 +70,7 @@ def make_panel_env(env_id: str, split: str) -> gym.Env:
     return gym.make(env_id, disable_env_checker=True, split=split)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def env_panel(env_id: str, spec: PanelSpec) -> EnvPanel:
     """``env_id``'s share of panel ``spec`` (resets every episode once, for the digest; cached)."""
     env = make_panel_env(env_id, spec.split)
@@ -101,4 +101,6 @@ def env_panel(env_id: str, spec: PanelSpec) -> EnvPanel:
 
 def panel_digest(spec: PanelSpec, env_digests: dict[str, str]) -> str:
     """One digest for the panel's name, split, size and every env's digest."""
-    return stable_digest({"panel": spec.name, "split": spec.split, "episodes": spec.episodes, "envs": env_digests})
+    return stable_digest(
+        {"panel": spec.name, "split": spec.split, "episodes": spec.episodes, "envs": env_digests}
+    )
