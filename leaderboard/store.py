@@ -47,6 +47,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     PRIMARY KEY (submission_id, position)
 );
 """
+# what a page shows of a submission (its raw upload stays out)
+ROW_COLUMNS = "id, model, model_size, endpoint, panel, created, received, submitter, status, problems, metadata, summary"
 
 
 def _now() -> str:
@@ -152,9 +154,7 @@ class Store:
         """One submission's row (metadata, summary, problems decoded), or None."""
         with self._lock:
             row = self._db.execute(
-                "SELECT id, model, model_size, endpoint, panel, created, received, submitter, status, problems,"
-                " metadata, summary FROM submissions WHERE id = ?",
-                (submission_id,),
+                f"SELECT {ROW_COLUMNS} FROM submissions WHERE id = ?", (submission_id,)
             ).fetchone()
         return None if row is None else _decoded(row)
 
@@ -174,8 +174,7 @@ class Store:
         """Every verified submission, newest first."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, model, model_size, endpoint, panel, created, received, submitter, status, problems,"
-                " metadata, summary FROM submissions WHERE status = 'verified' ORDER BY id DESC"
+                f"SELECT {ROW_COLUMNS} FROM submissions WHERE status = 'verified' ORDER BY id DESC"
             ).fetchall()
         return [_decoded(row) for row in rows]
 

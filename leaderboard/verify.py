@@ -26,6 +26,7 @@ env said, never what the submitter claims.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,7 @@ from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
 
 MAX_PROBLEMS = 20
-DEFAULT_BATCH = 64
+COPIES_PER_WORKER = 4
 
 
 @dataclass
@@ -62,12 +63,15 @@ def verify_submission(
     *,
     backend: str = "inprocess",
     num_workers: int | None = None,
-    batch: int = DEFAULT_BATCH,
+    batch: int | None = None,
     panels: Mapping[str, PanelSpec] = PANELS,
 ) -> Verdict:
     """Check ``document`` (a submission, see the module docstring); problems empty when verified.
 
-    ``panels`` are the panels the board accepts, by name.
+    ``panels`` are the panels the board accepts, by name. ``batch`` env
+    copies replay in lock-step: one in process (building an env can cost
+    more than replaying an episode), :data:`COPIES_PER_WORKER` per worker
+    process otherwise.
     """
     verdict = Verdict()
     try:
@@ -148,8 +152,10 @@ def _replay_env(
     verdict: Verdict,
     backend_name: str,
     num_workers: int | None,
-    batch: int,
+    batch: int | None,
 ) -> None:
+    if batch is None:
+        batch = 1 if backend_name == "inprocess" else COPIES_PER_WORKER * (num_workers or os.cpu_count() or 1)
     size = min(batch, len(indices))
     backend = make_backend(backend_name, MakeRegistered(env_id, {"split": split}), size, num_workers)
     try:
