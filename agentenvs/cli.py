@@ -441,7 +441,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         except BundleError as exc:
             raise UsageError(str(exc)) from None
     print(
-        f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed"
+        f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed; "
+        f"time in the model {report.model_s:.1f} s, in the envs {report.env_s:.1f} s (summed over episodes)"
     )
     for episode, error in report.crashed[:10]:
         _note(

@@ -63,6 +63,7 @@ def test_eval_plays_the_panel_through_an_endpoint_into_a_bundle_that_verifies(tm
         )
         requests = list(server.requests)
     assert report.played == 6 and not report.crashed and report.skipped == 0
+    assert report.model_s > 0 and report.env_s > 0
     document = read_bundle(tmp_path)
     episodes = document["episodes"]
     assert sorted((e["env_id"], e["task_id"], e["seed"]) for e in episodes) == sorted(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from fastapi.testclient import TestClient
@@ -109,3 +110,23 @@ def test_seed_and_export_write_the_board_as_static_pages(tmp_path, capsys):
     assert "Content-Security-Policy" in index
     transcript = (tmp_path / "site" / "submissions" / "2.html").read_text()
     assert "expert" in transcript and 'href="../index.html"' in transcript
+
+
+def test_verify_command_rechecks_a_submission_file_locally(tmp_path, expert_document, capsys):
+    honest, forged = tmp_path / "honest.json", tmp_path / "forged.json"
+    honest.write_text(json.dumps(expert_document))
+    edited = copy.deepcopy(expert_document)
+    edited["episodes"][0]["responses"][0] = "<action>up</action>"
+    forged.write_text(json.dumps(edited))
+    assert main(["verify", str(honest)]) == 0
+    assert "verified: 6 episodes reproduce" in capsys.readouterr().out
+    assert main(["verify", str(forged), "--backend", "subprocess", "--workers", "2"]) == 1
+    assert "differ from turn" in capsys.readouterr().out
+    (tmp_path / "broken.json").write_text("{}")
+    assert main(["verify", str(tmp_path / "broken.json")]) == 2
+
+
+def test_submit_needs_a_token(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("LEADERBOARD_TOKEN", raising=False)
+    assert main(["submit", str(tmp_path), "--url", "http://127.0.0.1:9"]) == 2
+    assert "LEADERBOARD_TOKEN" in capsys.readouterr().err

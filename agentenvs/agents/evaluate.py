@@ -59,6 +59,8 @@ class EvalReport:
 
     played: int = 0
     skipped: int = 0
+    model_s: float = 0.0  # summed over the episodes played, as is env_s
+    env_s: float = 0.0
     crashed: list[tuple[PanelEpisode, str]] = field(default_factory=list)
     summary: dict[str, Any] | None = None
 
@@ -240,6 +242,8 @@ def run_eval(
                     sink.flush()
                     finished.append(line)
                     report.played += 1
+                    report.model_s += line["model_s"]
+                    report.env_s += line["env_s"]
                 if on_episode is not None:
                     on_episode(episode, line)
     finally:
