@@ -418,7 +418,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     out = Path(args.out or f"eval-{args.model.replace('/', '_')}-{spec.name}")
     notes = Console(stderr=True)
     with _progress(notes) as progress:
-        task = progress.add_task(f"eval {args.model}", total=len(env_ids) * spec.episodes)
+        task = progress.add_task(f"eval {args.model}", total=None)
 
         def advance(episode: Any, line: dict[str, Any] | None) -> None:
             if line is None:
@@ -436,6 +436,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 endpoint=endpoint,
                 concurrency=args.concurrency,
                 history_window=args.history_window,
+                on_start=lambda pending: progress.update(task, total=pending),
                 on_episode=advance,
             )
         except BundleError as exc:

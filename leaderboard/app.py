@@ -73,10 +73,11 @@ class RateLimiter:
 
 
 class VerificationWorker:
-    """Verifies queued submissions one at a time on a daemon thread."""
+    """Verifies queued submissions one at a time on a daemon thread (replay on ``backend``)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, backend: str = "inprocess", num_workers: int | None = None) -> None:
         self.store = store
+        self.backend, self.num_workers = backend, num_workers
         self.queue: queue.Queue[int] = queue.Queue()
         self.failures = 0
         self.thread = threading.Thread(target=self._run, name="leaderboard-verify", daemon=True)
@@ -96,7 +97,9 @@ class VerificationWorker:
         while True:
             submission_id = self.queue.get()
             try:
-                self.store.finish(submission_id, verify_submission(self.store.document(submission_id)))
+                document = self.store.document(submission_id)
+                verdict = verify_submission(document, backend=self.backend, num_workers=self.num_workers)
+                self.store.finish(submission_id, verdict)
             except Exception:  # counted and logged; the submission stays pending for a restart
                 self.failures += 1
                 log.exception("verifying submission %s failed", submission_id)
@@ -111,13 +114,25 @@ def _html(text: str) -> HTMLResponse:
     )
 
 
-def create_app(store: Store, tokens: Iterable[str], limits: Limits = Limits()) -> FastAPI:
-    """The app over ``store``; ``tokens`` are the upload tokens accepted."""
+def create_app(
+    store: Store,
+    tokens: Iterable[str],
+    limits: Limits = Limits(),
+    *,
+    verify_backend: str = "inprocess",
+    verify_workers: int | None = None,
+) -> FastAPI:
+    """The app over ``store``; ``tokens`` are the upload tokens accepted.
+
+    ``verify_backend`` (``inprocess``, ``subprocess``, ``ray``) and
+    ``verify_workers`` say where replays run: worker processes keep large
+    submissions from holding one core for long.
+    """
     accepted = [token for token in tokens if token]
     if not accepted:
         raise ValueError("the board needs at least one upload token")
     limiter = RateLimiter(limits.uploads_per_window, limits.window_s)
-    worker = VerificationWorker(store)
+    worker = VerificationWorker(store, verify_backend, verify_workers)
     app = FastAPI(title="agentenvs leaderboard", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.worker = store, worker
     worker.start()

@@ -4,6 +4,7 @@
 
     leaderboard seed   --db board.sqlite [--panel test] [--env ID ...]
     leaderboard serve  --db board.sqlite [--host 127.0.0.1] [--port 8080] [--tokens-env LEADERBOARD_TOKENS]
+                       [--verify-backend subprocess --verify-workers 8]
     leaderboard export --db board.sqlite --out site/
     leaderboard verify BUNDLE [--backend inprocess|subprocess|ray] [--workers N]
     leaderboard submit BUNDLE --url URL [--token-env LEADERBOARD_TOKEN] [--wait]
@@ -166,7 +167,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"leaderboard: error: set {args.tokens_env} to the comma-separated upload tokens", file=sys.stderr
         )
         return 2
-    uvicorn.run(create_app(Store(args.db), tokens), host=args.host, port=args.port)
+    app = create_app(
+        Store(args.db), tokens, verify_backend=args.verify_backend, verify_workers=args.verify_workers
+    )
+    uvicorn.run(app, host=args.host, port=args.port)
     return 0
 
 
@@ -183,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--host", default="127.0.0.1")
     sub.add_argument("--port", type=int, default=8080)
     sub.add_argument("--tokens-env", default="LEADERBOARD_TOKENS")
+    sub.add_argument("--verify-backend", default="inprocess", choices=["inprocess", "subprocess", "ray"])
+    sub.add_argument("--verify-workers", type=int, help="replay processes (subprocess/ray)")
     sub.set_defaults(handler=cmd_serve)
     sub = commands.add_parser("export", help="write the board as static HTML")
     sub.add_argument("--db", required=True)

@@ -95,7 +95,7 @@ def test_upload_is_verified_by_the_worker_and_shown_on_the_board(tmp_path, rando
 def test_pending_submissions_are_verified_after_a_restart(tmp_path, expert_document):
     store = Store(tmp_path / "board.sqlite")
     submission_id = store.add_pending(expert_document, submitter="test")  # the app stopped before verifying
-    app = create_app(Store(tmp_path / "board.sqlite"), ["t"])
+    app = create_app(Store(tmp_path / "board.sqlite"), ["t"], verify_backend="subprocess", verify_workers=2)
     app.state.worker.wait_idle()
     assert Store(tmp_path / "board.sqlite").submission(submission_id)["status"] == "verified"
 

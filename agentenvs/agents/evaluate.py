@@ -176,12 +176,14 @@ def run_eval(
     endpoint: str = "openai",
     concurrency: int = 8,
     history_window: int | None = None,
+    on_start: Callable[[int], None] | None = None,
     on_episode: Callable[[PanelEpisode, dict[str, Any] | None], None] | None = None,
 ) -> EvalReport:
     """Play every episode of ``spec`` for ``env_ids`` not yet in ``out``; write the bundle there.
 
-    ``on_episode(episode, line)`` is called after each episode (``line`` is
-    None for a crashed one), for progress display.
+    For progress display, ``on_start(pending)`` is called with the number of
+    episodes left to play, and ``on_episode(episode, line)`` after each one
+    (``line`` is None for a crashed one).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -216,6 +218,8 @@ def run_eval(
         raise BundleError(f"{episodes_path} holds episodes outside this panel, e.g. {min(stray)}")
     report = EvalReport(skipped=len(done_keys))
     pending = [(panel, e) for panel in panels for e in panel.episodes if e.key not in done_keys]
+    if on_start is not None:
+        on_start(len(pending))
     pool = _EnvPool(spec.split)
 
     def play(panel: EnvPanel, episode: PanelEpisode) -> dict[str, Any]:
