@@ -182,3 +182,18 @@ def test_eval_command_runs_resumes_and_prints_the_summary(tmp_path, capsys):
         assert main([*args, "--out", str(out), "--panel", "nope"]) == 2
         assert main(["eval", "Sokoban-v0", "--model", "fake", "--panel", "smoke"]) == 2  # no endpoint
     assert read_bundle(out)["metadata"]["endpoint"] == "openai"
+
+
+def test_an_interrupted_eval_stops_starting_episodes_and_resumes(tmp_path):
+    class Interrupting(ScriptedChat):
+        def complete(self, messages):
+            if self.calls == 4:
+                raise KeyboardInterrupt
+            return super().complete(messages)
+
+    interrupting = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(ENV_IDS, interrupting, tmp_path, spec=SMOKE, model="m", concurrency=1)
+    assert interrupting.calls == 4  # nothing ran after the interrupt
+    resumed = run_eval(ENV_IDS, ScriptedChat(), tmp_path, spec=SMOKE, model="m", concurrency=1)
+    assert resumed.skipped + resumed.played == 6 and len(read_bundle(tmp_path)["episodes"]) == 6

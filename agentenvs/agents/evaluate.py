@@ -231,8 +231,9 @@ def run_eval(
         finally:
             pool.give_back(panel.env_id, env)
 
+    workers = ThreadPoolExecutor(concurrency)
     try:
-        with episodes_path.open("a", encoding="utf-8") as sink, ThreadPoolExecutor(concurrency) as workers:
+        with episodes_path.open("a", encoding="utf-8") as sink:
             futures = {workers.submit(play, panel, episode): episode for panel, episode in pending}
             for future in as_completed(futures):
                 episode = futures[future]
@@ -251,6 +252,8 @@ def run_eval(
                 if on_episode is not None:
                     on_episode(episode, line)
     finally:
+        # on an interrupt, queued episodes never start; the few in flight end within their timeouts
+        workers.shutdown(wait=True, cancel_futures=True)
         pool.close()
     if not report.crashed:
         report.summary = summarize(finished)
