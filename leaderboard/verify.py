@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import agentenvs
 from agentenvs.agents.bundle import BundleError, summarize, summary_differences, validate
 from agentenvs.agents.panel import PANELS, PanelSpec, env_panel, panel_digest
 from agentenvs.core.prompting import observation_text
@@ -103,6 +104,9 @@ def verify_submission(
 def _check_panel(spec: PanelSpec, metadata: Mapping[str, Any], verdict: Verdict) -> bool:
     known = {}
     for env_id, digest in sorted(metadata["env_digests"].items()):
+        if env_id not in agentenvs.ENV_IDS:
+            verdict.add(f"{env_id!r} is not an agentenvs env id")
+            continue
         try:
             actual = env_panel(env_id, spec).digest
         except Exception as exc:  # an unknown or unbuildable env id is the submission's problem

@@ -109,6 +109,11 @@ def test_panel_of_another_version_is_rejected(attack):
     rejected_for(attack, "unknown panel")
 
 
+def test_envs_outside_agentenvs_are_rejected(attack):
+    attack["metadata"]["env_digests"]["CartPole-v1"] = "0" * 32
+    rejected_for(attack, "'CartPole-v1' is not an agentenvs env id")
+
+
 def test_panel_digest_that_does_not_match_the_envs_is_rejected(attack):
     attack["metadata"]["panel_digest"] = "f" * 32
     rejected_for(attack, "panel digest does not match")
