@@ -32,9 +32,9 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-import agentenvs
 from agentenvs.agents.bundle import BundleError, read_bundle
 from agentenvs.agents.panel import PANELS, panel_spec
+from agentenvs.cli import main_ids, unavailable_reason
 from leaderboard.pages import board_page, submission_page
 from leaderboard.seed import SCRIPTED_AGENTS, scripted_document
 from leaderboard.store import Store
@@ -43,20 +43,7 @@ from leaderboard.verify import verify_submission
 
 def available_main_ids() -> list[str]:
     """Main env ids whose code imports here (their extras are installed)."""
-    import importlib
-
-    import gymnasium as gym
-
-    ids = []
-    for entry in agentenvs.ENV_ENTRIES:
-        if entry.variant_of is not None:
-            continue
-        try:
-            importlib.import_module(gym.spec(entry.env_id).entry_point.split(":")[0])
-        except ImportError:
-            continue
-        ids.append(entry.env_id)
-    return ids
+    return [env_id for env_id in main_ids() if unavailable_reason(env_id) is None]
 
 
 def seed(store: Store, env_ids: Sequence[str], panel: str) -> list[int]:
