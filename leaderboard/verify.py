@@ -39,7 +39,7 @@ from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
 
 MAX_PROBLEMS = 20
-COPIES_PER_WORKER = 4
+COPIES_PER_WORKER = 16
 
 
 @dataclass
