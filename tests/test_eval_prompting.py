@@ -11,16 +11,32 @@ from agentenvs.core.protocol import ActionProtocol
 from baselines.prompts import PromptTemplate
 
 MAIN_IDS = [entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None]
+# the families whose instructions end with compose_instructions' action format
+ACTION_PROTOCOL_IDS = [
+    "agentenvs/ALFWorld-v0",
+    "agentenvs/BabyAI-v0",
+    "agentenvs/Sokoban-v0",
+    "agentenvs/Sokoban-Verl-v0",
+    "agentenvs/TextCraft-v0",
+    "agentenvs/WebShop-v0",
+]
 
 
 @pytest.mark.parametrize("env_id", MAIN_IDS)
-def test_every_env_states_its_task_and_the_action_format_its_protocol_reads(env_id):
+def test_every_env_exposes_instructions_that_open_its_chat(env_id):
     env = gym.make(env_id, split="test")
     instructions = env.unwrapped.instructions
-    protocol = env.unwrapped.protocol
-    assert f"<{protocol.action_tag}>" in instructions and len(instructions) > 150
+    assert isinstance(instructions, str) and len(instructions) > 100
+    observation, info = env.reset(seed=0)
+    messages = chat_messages(instructions, observation, info)
+    assert messages[0] == {"role": "system", "content": instructions} and messages[-1]["role"] == "user"
+
+
+@pytest.mark.parametrize("env_id", ACTION_PROTOCOL_IDS)
+def test_the_example_action_in_the_instructions_is_valid(env_id):
+    env = gym.make(env_id, split="test")
+    instructions, protocol = env.unwrapped.instructions, env.unwrapped.protocol
     example = instructions.split(f"e.g. <{protocol.action_tag}>")[1].split(f"</{protocol.action_tag}>")[0]
-    # the example the instructions give is itself a valid, well-formed action for the env
     env.reset(seed=0)
     response = f"<{protocol.action_tag}>{example}</{protocol.action_tag}>"
     parsed = protocol.parse(response)

@@ -20,7 +20,10 @@ from agentenvs.webshop.reward import (
     title_nouns,
 )
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "webshop" / "pages_reference.json").read_text())
+# Two hand-written products in WebShop's published format (pages against the original:
+# tests/test_webshop_reference.py).
+PRODUCTS = json.loads((Path(__file__).parent / "fixtures" / "webshop" / "two_products.json").read_text())
+RESULTS = ["B000000002", "B000000001"]
 
 
 class FixedResults:
@@ -36,8 +39,8 @@ class FixedResults:
 @pytest.fixture(scope="module")
 def reference_dir(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("webshop-reference")
-    (directory / "items_shuffle_1000.json").write_text(json.dumps(REFERENCE["items_shuffle"]))
-    (directory / "items_ins_v2_1000.json").write_text(json.dumps(REFERENCE["items_ins_v2"]))
+    (directory / "items_shuffle_1000.json").write_text(json.dumps(PRODUCTS["items_shuffle"]))
+    (directory / "items_ins_v2_1000.json").write_text(json.dumps(PRODUCTS["items_ins_v2"]))
     return directory
 
 
@@ -49,7 +52,7 @@ def reference_env(reference_dir: Path, mode: str) -> tuple[WebShopEnv, str]:
         cache_dir=reference_dir / "cache",
         max_turns=30,
     )
-    env.search_engine = FixedResults(env, REFERENCE["results"])
+    env.search_engine = FixedResults(env, RESULTS)
     source = env.task_source
     for index in range(source.size("test")):
         task_id = source.task_id("test", index)
@@ -59,24 +62,10 @@ def reference_env(reference_dir: Path, mode: str) -> tuple[WebShopEnv, str]:
     raise AssertionError("reference goal not found")
 
 
-@pytest.mark.parametrize("mode", ["text", "text_rich"])
-def test_every_page_reads_exactly_as_webshops_text_env(reference_dir, mode):
-    env, task_id = reference_env(reference_dir, mode)
-    obs, info = env.reset(options={"task_id": task_id})
-    ours_instruction = env.goal.instruction_text
-    steps = REFERENCE[mode]
-    assert obs == steps[0][1].replace(REFERENCE["instruction"], ours_instruction)
-    for action, expected, reward in steps[1:]:
-        obs, _, terminated, _, info = env.step(action)
-        assert obs == expected.replace(REFERENCE["instruction"], ours_instruction), action
-        assert info["reward_components"]["outcome"] == reward
-    assert terminated and info["score"] == 50.0 and info["success"] is False
-
-
 def test_clickables_follow_the_page_and_admissible_actions_render_like_verl_agent(reference_dir):
     env, task_id = reference_env(reference_dir, "text")
     _, info = env.reset(options={"task_id": task_id})
-    assert info["admissible_actions"] == ["search[<your query>]", "click[search]"]
+    assert info["admissible_actions"] == []  # searches cannot be listed; WebShop refuses click[search]
     _, _, _, _, info = env.step("search[running shoes]")
     assert info["admissible_actions"] == [
         "click[back to search]", "click[next >]", "click[b000000002]", "click[b000000001]",
@@ -91,7 +80,16 @@ def test_clickables_follow_the_page_and_admissible_actions_render_like_verl_agen
 
 @pytest.mark.parametrize(
     "action",
-    ["click[search]", "click[next >]", "Search[shoes]", "search[]", "buy now", "click[b000000002]"],
+    [
+        "click[search]",
+        "click[next >]",
+        "Search[shoes]",
+        "search[]",
+        "buy now",
+        "click[b000000002]",
+        "search[<your query>]",
+        "Click[Buy Now]",
+    ],
 )
 def test_actions_webshop_ignores_are_invalid_and_change_nothing(reference_dir, action):
     env, task_id = reference_env(reference_dir, "text")

@@ -9,11 +9,19 @@ commands, score, won).
 =====================  =========================================================
 Observation            ALFWorld's text: the intro (banner, room overview, "Your
                        task is to: ...") after reset, then the command's
-                       feedback; "Nothing happens." after an inadmissible
-                       command, as ALFWorld prints it
+                       feedback; after an inadmissible command "Nothing
+                       happens." as ALFWorld prints it, then a line listing
+                       the admissible commands (the contract's "what is
+                       allowed")
 Action                 one command, bare or as ``<think>...</think><action>go to
                        fridge 1</action>``; admissible commands are listed in
-                       ``info["admissible_actions"]`` (sorted, with ``help``)
+                       ``info["admissible_actions"]`` (sorted, with ``help``).
+                       Read by the core rule (:mod:`agentenvs.core.protocol`:
+                       any-case tags, surrounding whitespace and one trailing
+                       period stripped); case-sensitive, as in TextWorld,
+                       whose PDDL env strips the command and looks it up
+                       exactly among the valid ones (``Go to fridge 1`` gets
+                       "Nothing happens." there)
 Task source            games generated from the ``alfworld`` package's floor
                        plans, object tables and goal library (3,553 / 140 / 134,
                        ids ``train-0000`` ...); with ``data_dir=`` (or
@@ -39,9 +47,8 @@ State key              every fact that can change (agent location, held object,
                        goal
 =====================  =========================================================
 
-The obs key merges states that ALFWorld prints identically ("Nothing
-happens.", "You arrive at cabinet 1. The cabinet 1 is closed." whatever the
-rest of the room holds); ``benchmarks/bench_alfworld.py`` publishes how often
+The obs key merges states that ALFWorld prints identically ("You arrive at
+cabinet 1. The cabinet 1 is closed." whatever the rest of the room holds); ``benchmarks/bench_alfworld.py`` publishes how often
 obs-key groups mix different state keys.
 """
 
@@ -136,10 +143,9 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self._static_key = stable_digest(self.world.static_facts())
 
     def _parse_action(self, action: str) -> str:
-        command = action.strip()
-        if command not in self.world.commands():
+        if action not in self.world.commands():
             raise InvalidAction(INADMISSIBLE)
-        return command
+        return action
 
     def _apply(self, primitive: str) -> StepOutcome:
         feedback = self.world.step(primitive).feedback
@@ -154,7 +160,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     def _invalid_observation(self, error: str) -> str:
         if error == INADMISSIBLE:
-            return text.NOTHING_HAPPENS
+            return f"{text.NOTHING_HAPPENS}\n{self.action_help()}"
         return super()._invalid_observation(error)
 
     def _state_key_data(self) -> Any:
@@ -177,7 +183,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         return self.world.admissible_commands()
 
     def action_help(self) -> str:
-        return "Send one admissible command, e.g. 'look' or 'go to countertop 1'; 'help' lists the command forms."
+        return f"Admissible commands (case-sensitive): {', '.join(self.admissible_actions())}."
 
     def expert(self) -> AlfworldExpert:
         return AlfworldExpert(self)

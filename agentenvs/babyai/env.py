@@ -19,10 +19,15 @@ Observation            text (default): ``Mission: go to the red ball``, then
                        ``obs_mode="image"``: ``{"text": ..., "image": the
                        agent's view rendered by minigrid (H, W, 3) uint8}``.
 Action                 one per turn: ``turn left``, ``turn right``, ``go
-                       forward``, ``pick up``, ``drop``, ``toggle`` (case and
-                       spacing ignored), in ``<action>...</action>`` or bare.
-                       Anything else is invalid: the world is untouched and
-                       the observation lists the actions.
+                       forward``, ``pick up``, ``drop``, ``toggle``, in
+                       ``<action>...</action>`` or bare, read by the core rule
+                       (:mod:`agentenvs.core.protocol`: any-case tags,
+                       surrounding whitespace and one trailing period
+                       stripped). Case-sensitive, as in BALROG, which accepts
+                       only the exact names (``Turn left`` is invalid there:
+                       BALROG plays its default action instead, here the turn
+                       is invalid). Anything else is invalid: the world is
+                       untouched and the observation lists the actions.
 Reward (weight)        ``outcome`` (1.0): minigrid's reward, 1 - 0.9 t /
                        max_steps on success, else 0 (sparse, at the end).
                        ``progress`` (0.1), potential-based: Φ(s') - Φ(s) with
@@ -257,7 +262,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         return f"{self._text}\n\n{ACTION_HELP}"
 
     def action_help(self) -> str:
-        return ACTION_HELP
+        return f"Send one action, exactly as written (lower case): {', '.join(TEXT_ACTIONS)}."
 
     def admissible_actions(self) -> list[str]:
         return list(TEXT_ACTIONS)

@@ -11,7 +11,7 @@ from agentenvs.core.keys import (
     stable_digest,
     text_key,
 )
-from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text
+from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text, find_block, normalize_action
 from agentenvs.core.registration import NAMESPACE, EnvEntry
 from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space
 from agentenvs.core.tasks import (
@@ -45,6 +45,8 @@ __all__ = [
     "coerce_text",
     "derive_rng",
     "derive_seed",
+    "find_block",
+    "normalize_action",
     "normalize_text",
     "observation_text_space",
     "resolve_weights",

@@ -9,9 +9,13 @@ Observation            text (default): the grid, one line per row, and a legend
                        uint8)``; ``"text+image"``: ``Dict(text, image)``.
 Action                 free text; ``<action>up || left</action>`` (optionally
                        after ``<think>…</think>``) or the bare moves. Moves: up,
-                       down, left, right, case-insensitive, at most
-                       ``max_actions_per_turn`` per turn separated by ``||``. A
-                       turn with any unknown move applies none.
+                       down, left, right, at most ``max_actions_per_turn`` per
+                       turn separated by ``||``. A turn with any unknown move
+                       applies none. Read by the core rule
+                       (:mod:`agentenvs.core.protocol`) with case folded:
+                       ``Up.`` reads ``up``, as RAGEN and verl-agent read moves
+                       (both lower-case the response; gym-sokoban itself takes
+                       integer actions).
 Reward components      unweighted values; reward = Σ weight · value
   ``outcome``          1 on the step that puts the last box on a target.
                        Weight 10. Not potential-based (paid once: it ends the
@@ -183,7 +187,7 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         return image_shape(room.height, room.width)
 
     def default_protocol(self) -> ActionProtocol:
-        return ActionProtocol(separator="||", max_actions=self.max_actions_per_turn)
+        return ActionProtocol(separator="||", max_actions=self.max_actions_per_turn, fold_case=True)
 
     def _introduction(self) -> str:
         if self.max_actions_per_turn == 1:
@@ -216,11 +220,10 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         self._player, self._boxes = task.player, task.boxes
 
     def _parse_action(self, action: str) -> str:
-        direction = action.strip().lower()
-        if direction not in DIRECTIONS:
+        if action not in DIRECTIONS:
             shown = action if len(action) <= 40 else action[:37] + "..."
             raise InvalidAction(f"{shown!r} is not a move")
-        return direction
+        return action
 
     def _apply(self, primitive: str) -> StepOutcome:
         room = self._task.room

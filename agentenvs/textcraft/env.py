@@ -16,7 +16,12 @@ action             one command per turn, in ``<action>...</action>`` or bare:
                    ``get N item`` (fetchable items only, any amount),
                    ``craft N item using N item, N item, ...`` (exact recipe
                    counts; a tag ingredient such as ``planks`` is given as one
-                   of its items, ``oak planks``), ``inventory``
+                   of its items, ``oak planks``), ``inventory``. Read by the
+                   core rule (:mod:`agentenvs.core.protocol`: any-case tags,
+                   surrounding whitespace and one trailing period stripped);
+                   case-sensitive, as in ADaPT's TextCraft, which matches its
+                   command patterns and item ids on the text as written
+                   (``Inventory`` answers ``Could not execute Inventory``)
 reward             weighted sum of (unweighted values in ``reward_components``):
   outcome          1 when the goal is crafted (ends the episode); weight 1.0
   progress         Φ(s') − Φ(s), **potential-based**; weight 0.2. Φ = share of
@@ -34,6 +39,7 @@ reward             weighted sum of (unweighted values in ``reward_components``):
   invalid_action   1 when the turn names no runnable command (a failed get or
                    craft, text that is no command, no action block); the world
                    is unchanged; the observation is TextCraft's failure text
+                   followed by a line with the command grammar
                    (``Invalid action: {why}. {grammar}`` and the state when no
                    action could be read); not potential-based; weight −0.1
 termination        the goal is crafted
@@ -175,7 +181,9 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
 
     def _invalid_observation(self, error: str) -> str:
         feedback, self._failure_feedback = self._failure_feedback, None
-        return feedback if feedback is not None else super()._invalid_observation(error)
+        if feedback is None:
+            return super()._invalid_observation(error)
+        return f"{feedback}\n{self.action_help()}"
 
     def _state_key_data(self) -> Any:
         # the inventory as sorted (item, count) pairs: a multiset, whatever the listing order
@@ -193,7 +201,7 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
         return {"goal": self.task.goal, "reference_plan": list(self._reference_plans[self.task.goal])}
 
     def action_help(self) -> str:
-        return "Send one command: get N item | craft N item using N item, N item, ... | inventory"
+        return "Send one command (case-sensitive): get N item | craft N item using N item, N item, ... | inventory"
 
     # ---------------------------------------------------------------- agents
     def expert(self) -> TextCraftExpert:

@@ -19,15 +19,20 @@ Observation        the page as WebShop's text env shows it:
                    reads a Lucene index), 10 per page;
                    :mod:`~agentenvs.webshop.search`.
 Action             one per turn, ``<action>search[keywords]</action>`` or
-                   ``<action>click[x]</action>`` (bare text accepted).
-                   ``search[...]`` works on every page (keywords lowercased);
+                   ``<action>click[x]</action>`` (bare text accepted), read
+                   by the core rule (:mod:`agentenvs.core.protocol`: any-case
+                   tags, surrounding whitespace and one trailing period
+                   stripped). As in WebShop, the action name is
+                   case-sensitive (``Search[dress]`` is no action there) and
+                   the argument is lower-cased. ``search[...]`` works on
+                   every page; its keywords are free text, and a template
+                   placeholder such as ``search[<your query>]`` is refused.
                    ``x`` must be one of the page's clickables (lowercased
-                   buttons, ASINs, option values; never ``search``).
-                   ``info["admissible_actions"]`` lists them as verl-agent
-                   renders them: ``search[<your query>]`` where the page has
-                   a search bar, then ``click[x]`` for each clickable
-                   (the search page's ``click[search]`` included, which
-                   WebShop refuses).
+                   buttons, ASINs, option values; never ``search``, which
+                   WebShop refuses). ``info["admissible_actions"]`` lists
+                   ``click[x]`` for each clickable, as verl-agent renders
+                   them; searches cannot be enumerated, so the invalid-action
+                   observation states the search grammar beside that list.
 Rewards            ``outcome`` (weight 1.0): WebShop's reward of the bought
                    product at ``buy now``, in [0, 1]:
                    ``r_type · (n_attr + n_option + r_price) / (n_goal_attr +
@@ -67,6 +72,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome
 from agentenvs.core.prompting import compose_instructions
 from agentenvs.webshop import pages
@@ -76,6 +83,9 @@ from agentenvs.webshop.search import SEARCH_RETURN_N, PyseriniIndex, SearchBacke
 
 OBSERVATION_MODES = ("text", "text_rich", "html")
 _ACTION = re.compile(r"(.+)\[(.+)\]")
+# what prompt templates write where the query goes ("<your query>", "<keywords>")
+_PLACEHOLDER = re.compile(r"\s*<[^<>]*>\s*")
+_SEARCH_GRAMMAR = "search[keywords] (any page; free-text keywords, e.g. search[red cotton dress])"
 
 Primitive = tuple[str, str]
 
@@ -190,6 +200,8 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         name, argument = match.groups()
         argument = argument.lower()
         if name == "search":
+            if _PLACEHOLDER.fullmatch(argument):
+                raise InvalidAction(f"{_clip(argument)!r} is a placeholder, not keywords")
             return ("search", argument)
         if name == "click":
             if argument != "search" and argument in self.view.clickables:
@@ -294,13 +306,21 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     def _privileged(self) -> Mapping[str, Any] | None:
         return copy.deepcopy(self._privileged_info)
 
-    def admissible_actions(self) -> list[str] | None:
-        view = self.view
-        actions = ["search[<your query>]"] if view.has_search_bar else []
-        return actions + [f"click[{name}]" for name in view.clickables]
+    def admissible_actions(self) -> list[str]:
+        return [f"click[{name}]" for name in self.view.clickables if name != "search"]
 
     def action_help(self) -> str:
-        return "Send search[keywords] (any page) or click[x] with x one of the page's clickables."
+        clicks = self.admissible_actions()
+        listed = f" or one of: {', '.join(clicks)}" if clicks else ""
+        return f"Send {_SEARCH_GRAMMAR}{listed}; action names are lower case."
+
+    def sample_action(self, rng: np.random.Generator) -> str:
+        """A search for one to four words of the instruction (what the random agent
+        sends where no click is admissible, i.e. on the search page)."""
+        words = self.goal.instruction_text.split()
+        count = int(rng.integers(1, min(4, len(words)) + 1))
+        start = int(rng.integers(len(words) - count + 1))
+        return f"search[{' '.join(words[start : start + count])}]"
 
     def expert(self) -> Any:
         from agentenvs.webshop.expert import WebShopExpert
