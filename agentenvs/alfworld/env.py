@@ -66,6 +66,7 @@ from agentenvs.alfworld.official import OfficialGames
 from agentenvs.alfworld.pddl import format_formula
 from agentenvs.alfworld.world import AlfredWorld
 from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome, TaskSource, stable_digest
+from agentenvs.core.prompting import compose_instructions
 
 INADMISSIBLE = "the command is not admissible here"
 
@@ -97,6 +98,17 @@ class ALFWorldEnv(AgentEnv[Game, str]):
     }
     default_max_turns: ClassVar[int] = 50
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are a household robot in a text world. Reach the task's goal by going to receptacles"
+            ", opening them and handling objects (take, put, heat, cool, clean, use), one admissible "
+            "command per turn.",
+            self.protocol,
+            example="go to countertop 1",
+        )
 
     def __init__(
         self,

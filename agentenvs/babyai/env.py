@@ -75,6 +75,7 @@ from gymnasium import spaces
 
 from agentenvs.core.env import AgentEnv, StepOutcome
 from agentenvs.core.keys import stable_digest
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.core.protocol import ActionProtocol
 from agentenvs.core.spaces import observation_text_space
 
@@ -142,6 +143,16 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         {"outcome": 1.0, "progress": 0.1, "format": 0.0, "invalid_action": -0.1}
     )
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You control an agent in a small grid world and must complete the stated mission by turni"
+            "ng, moving forward and handling objects (pick up, drop, toggle doors).",
+            self.protocol,
+            example="go forward",
+        )
 
     def __init__(
         self,

@@ -66,6 +66,7 @@ from agentenvs.core import (
     TaskSource,
     observation_text_space,
 )
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.sokoban.expert import SokobanExpert
 from agentenvs.sokoban.generator import GeneratorConfig, SokobanTask, SokobanTaskSource
 from agentenvs.sokoban.render import image_shape, render_rgb
@@ -103,6 +104,17 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
     }
     default_max_turns: ClassVar[int] = 3
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are solving a Sokoban puzzle on a grid. Push every box onto a target: each move "
+            "(up, down, left, right) takes you one square, walking into a box pushes it, boxes cannot be "
+            f"pulled, and a box pushed into a corner may be stuck for good. You have {self.max_turns} turns.",
+            self.protocol,
+            example="left",
+        )
 
     def __init__(
         self,

@@ -84,6 +84,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.core.protocol import ActionProtocol
 from agentenvs.textcraft.expert import PlanTree, TextCraftExpert, craft_command, plan_commands
 from agentenvs.textcraft.recipes import Ingredient, display_name, load_recipe_book
@@ -113,6 +114,17 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
     }
     default_max_turns = 40
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are crafting items in a Minecraft-like text world. Get base items and craft intermed"
+            "iate items with the listed crafting commands until you hold the goal item. Commands: get"
+            " N item; craft N item using N item, N item, ...; inventory.",
+            self.protocol,
+            example="get 1 oak log",
+        )
 
     def __init__(
         self,

@@ -78,6 +78,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.webshop import pages
 from agentenvs.webshop.catalog import Catalog, Goal, GoalTasks, Product
 from agentenvs.webshop.reward import RewardBreakdown, detect_noun_backend, get_reward
@@ -123,6 +124,17 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     }
     default_max_turns: ClassVar[int] = 15
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "html"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are shopping on a web store for the product the instruction describes. Search with s"
+            "earch[keywords], open results, choose options and buy with click[x], x one of the page's"
+            " clickable elements; the reward is how well the bought product and options match.",
+            self.protocol,
+            example="search[red cotton shirt]",
+        )
 
     def __init__(
         self,
