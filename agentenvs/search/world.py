@@ -353,11 +353,13 @@ class Encyclopedia:
             for relation in facts:
                 template = RELATIONS[relation].sentences[rng.randrange(2)]
                 sentences.append(template.format(s=entity.title, o=self.object_text(entity, relation)))
+            # each filler sentence at most once per passage, so no passage repeats itself
+            fillers = iter(rng.sample(FILLER, len(FILLER)))
             while sum(len(s.split()) for s in sentences) < 90:
                 mention = self.entities[related[rng.randrange(len(related))]]
                 if rng.random() < 0.5:
                     mention = self.entities[rng.randrange(len(self.entities))]
-                filler = FILLER[rng.randrange(len(FILLER))]
+                filler = next(fillers)
                 sentences.append(filler.format(s=entity.title, m=mention.title,
                                                region=REGIONS[rng.randrange(len(REGIONS))]))
             row = len(self.passages)
