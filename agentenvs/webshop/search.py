@@ -8,7 +8,8 @@ k1 = 0.9, b = 0.4, English analyzer) and shows the top 50 hits.
 same k1 and b) after an analyzer that follows Lucene's English chain:
 standard word splitting (letters joined across ``'`` and ``.``, digits across
 ``.`` and ``,``), possessive ``'s`` removed, lowercase, Lucene's 33 English
-stop words, Porter stemming (PyStemmer's ``porter``). Hits are documents with
+stop words, Porter stemming (PyStemmer's ``porter``; words of one or two
+letters unstemmed, as Lucene's stemmer leaves them). Hits are documents with
 a positive score, best first, ties broken by catalog row as Lucene breaks
 them by document id. The index is saved with the catalog and loaded
 memory-mapped.
@@ -21,56 +22,23 @@ it needs the ``pyserini`` package and a JDK.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-INDEX_VERSION = 1  # bump when the analyzer or the index files change
+from retrieval_index.analysis import analyze_words, stemmer
+
+INDEX_VERSION = 2  # bump when the analyzer or the index files change
 K1 = 0.9
 B = 0.4
 SEARCH_RETURN_N = 50
-
-# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET
-LUCENE_STOP_WORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
-    "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to",
-    "was", "will", "with",
-))  # fmt: skip
-_ROUGH = re.compile(r"\w+(?:[.,:'’]\w+)*")
-_TOKEN = re.compile(r"\w+(?:(?:(?<=[^\W\d_])['’.:](?=[^\W\d_])|(?<=\d)[.,](?=\d))\w+)*")
-
 
 class SearchBackend(Protocol):
     def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[int]:
         """Catalog rows of the top ``k`` hits for ``keywords``, best first."""
         ...
-
-
-def _stemmer() -> Callable[[str], str]:
-    import Stemmer
-
-    stem = Stemmer.Stemmer("porter").stemWord
-    return lru_cache(maxsize=1 << 20)(stem)
-
-
-def analyze_words(text: str) -> list[str]:
-    """Lucene-style word tokens before stemming: split, possessives off, lowercase, no stop words."""
-    words = []
-    for rough in _ROUGH.findall(text.lower()):
-        if rough.isalnum():
-            if rough not in LUCENE_STOP_WORDS:
-                words.append(rough)
-            continue
-        for token in _TOKEN.findall(rough):
-            if token.endswith(("'s", "’s")):
-                token = token[:-2]
-            if token and token not in LUCENE_STOP_WORDS:
-                words.append(token)
-    return words
 
 
 class BM25Index:
@@ -84,7 +52,7 @@ class BM25Index:
             matrix[name].view(np.ndarray) for name in ("data", "indices", "indptr")
         )
         self.num_docs = int(matrix["num_docs"])
-        self._stem = _stemmer()
+        self._stem = stemmer()
         self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
 
     @classmethod
@@ -92,7 +60,7 @@ class BM25Index:
         import bm25s
         from bm25s.tokenization import Tokenized
 
-        stem = _stemmer()
+        stem = stemmer()
         word_to_stem: dict[str, int] = {}
         stems: dict[str, int] = {}
 

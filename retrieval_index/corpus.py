@@ -1,0 +1,161 @@
+"""Corpora: the FlashRAG/Search-R1 jsonl format and an on-disk, memory-mapped document store.
+
+The published corpora (wiki-18.jsonl: 21,015,324 passages) hold one JSON
+object a line, ``{"id": "0", "contents": "\\"Title\\"\\nText"}``.
+:func:`read_corpus_jsonl` streams such a file (plain or ``.gz``);
+:meth:`Corpus.build` copies it once into a store directory:
+
+    texts.bin      the UTF-8 bytes of every passage's id, title and text, back to back
+    offsets.npy    int64 boundaries into texts.bin, three fields a passage, plus the end
+    corpus.json    format name, version and passage count (written last: its presence marks a
+                   complete build)
+
+:meth:`Corpus.open` maps both files read-only, so opening costs no RAM beyond
+the pages a lookup touches, and every process that opens the same store
+shares those pages through the OS page cache.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import mmap
+import os
+from array import array
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from retrieval_index.types import Passage
+
+FORMAT = "retrieval_index.corpus"
+VERSION = 1
+FIELDS = 3  # id, title, text
+_META = "corpus.json"
+_TEXTS = "texts.bin"
+_OFFSETS = "offsets.npy"
+
+
+def _open_text(path: str | os.PathLike, mode: str) -> IO[str]:
+    if str(path).endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, mode.replace("t", "") + "b"), encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
+def read_corpus_jsonl(path: str | os.PathLike) -> Iterator[Passage]:
+    """Stream the passages of a FlashRAG jsonl corpus (``{"id", "contents"}`` a line; ``.gz`` allowed).
+
+    Rows that carry ``title`` and ``text`` instead of ``contents`` (another
+    FlashRAG layout) are read too. Blank lines are skipped; any other line
+    that is not such an object raises ``ValueError`` naming its line number.
+    """
+    with _open_text(path, "rt") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                if "contents" in row:
+                    yield Passage.from_contents(str(row["id"]), row["contents"])
+                else:
+                    yield Passage(id=str(row["id"]), title=row["title"], text=row["text"])
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: not a corpus row ({exc!r})") from exc
+
+
+def write_corpus_jsonl(passages: Iterable[Passage], path: str | os.PathLike) -> int:
+    """Write passages in the FlashRAG jsonl format; returns how many were written."""
+    count = 0
+    with _open_text(path, "wt") as out:
+        for passage in passages:
+            out.write(json.dumps({"id": passage.id, "contents": passage.contents}, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+class Corpus:
+    """A read-only, memory-mapped passage store; ``corpus[i]`` is the passage on row ``i``.
+
+    Pickles as its directory, so handing a corpus to a worker process costs a path.
+    """
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory = Path(directory).resolve()
+        meta_path = self.directory / _META
+        if not meta_path.exists():
+            raise FileNotFoundError(
+                f"{self.directory} is not a corpus store (no {_META}; was the build cut short?)"
+            )
+        meta = json.loads(meta_path.read_text())
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise ValueError(
+                f"{meta_path}: format {meta.get('format')} v{meta.get('version')}, expected {FORMAT} v{VERSION}"
+            )
+        self._size = int(meta["passages"])
+        self._offsets = np.load(self.directory / _OFFSETS, mmap_mode="r")
+        if len(self._offsets) != FIELDS * self._size + 1:
+            raise ValueError(
+                f"{self.directory}: offsets hold {len(self._offsets)} entries for {self._size} passages"
+            )
+        with open(self.directory / _TEXTS, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            self._texts: mmap.mmap | bytes = (
+                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            )
+
+    @classmethod
+    def open(cls, out_dir: str | os.PathLike) -> Corpus:
+        return cls(out_dir)
+
+    @classmethod
+    def build(cls, jsonl_path: str | os.PathLike, out_dir: str | os.PathLike) -> Corpus:
+        """Copy a jsonl corpus into a store at ``out_dir`` (streaming: RAM holds the offsets only)."""
+        return cls.from_passages(read_corpus_jsonl(jsonl_path), out_dir)
+
+    @classmethod
+    def from_passages(cls, passages: Iterable[Passage], out_dir: str | os.PathLike) -> Corpus:
+        """Write passages into a store at ``out_dir`` and open it."""
+        directory = Path(out_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / _META).unlink(missing_ok=True)
+        offsets = array("q", [0])
+        position = 0
+        count = 0
+        with open(directory / _TEXTS, "wb") as texts:
+            for passage in passages:
+                for field in (passage.id, passage.title, passage.text):
+                    data = field.encode("utf-8")
+                    texts.write(data)
+                    position += len(data)
+                    offsets.append(position)
+                count += 1
+        np.save(directory / _OFFSETS, np.frombuffer(offsets, dtype=np.int64))
+        meta = {"format": FORMAT, "version": VERSION, "passages": count}
+        (directory / _META).write_text(json.dumps(meta) + "\n")
+        return cls(directory)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, i: int) -> Passage:
+        row = int(i)
+        if row < 0:
+            row += self._size
+        if not 0 <= row < self._size:
+            raise IndexError(f"passage {i} out of range for a corpus of {self._size}")
+        bounds = self._offsets[FIELDS * row : FIELDS * row + FIELDS + 1].tolist()
+        texts = self._texts
+        id_, title, text = (texts[bounds[k] : bounds[k + 1]].decode("utf-8") for k in range(FIELDS))
+        return Passage(id=id_, title=title, text=text)
+
+    def __iter__(self) -> Iterator[Passage]:
+        return (self[i] for i in range(self._size))
+
+    def __reduce__(self) -> tuple[type[Corpus], tuple[str]]:
+        return (Corpus, (str(self.directory),))
+
+    def __repr__(self) -> str:
+        return f"Corpus({str(self.directory)!r}, passages={self._size})"

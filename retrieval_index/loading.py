@@ -1,0 +1,26 @@
+"""Open any saved index directory by the kind its ``retriever.json`` records."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from retrieval_index.bm25 import META, BM25Retriever
+from retrieval_index.corpus import Corpus
+from retrieval_index.types import Retriever
+
+
+def open_retriever(index_dir: str | os.PathLike, corpus: Corpus | None = None) -> tuple[Retriever, str]:
+    """The retriever saved in ``index_dir`` and its kind (``"bm25"`` or ``"dense"``)."""
+    path = Path(index_dir) / META
+    if not path.exists():
+        raise FileNotFoundError(f"{index_dir} is not a retrieval index (no {META}; was the build cut short?)")
+    kind = json.loads(path.read_text()).get("kind")
+    if kind == "bm25":
+        return BM25Retriever.load(index_dir, corpus), kind
+    if kind == "dense":
+        from retrieval_index.dense import DenseRetriever
+
+        return DenseRetriever.load(index_dir, corpus), kind
+    raise ValueError(f"{path}: unknown index kind {kind!r}")

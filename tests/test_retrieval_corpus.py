@@ -1,0 +1,96 @@
+"""The FlashRAG jsonl reader/writer and the memory-mapped corpus store."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+
+import pytest
+
+from retrieval_index import Corpus, Passage, read_corpus_jsonl, write_corpus_jsonl
+
+# Lines as FlashRAG's wiki-18.jsonl writes them: id a string, title quoted on the first line of contents.
+PUBLISHED_LINES = [
+    r'{"id": "0", "contents": "\"Aaron\"\nAaron Aaron ( or ; \"Ahärôn\") is a prophet, high priest, and the brother of Moses."}',
+    r'{"id": "1", "contents": "\"The \"Best\" Song\"\nA title that holds quotes of its own."}',
+    r'{"id": "2", "contents": "\"Zürich\"\nZürich is the largest city in Switzerland \u2014 \u6771\u4eac is not."}',
+    '{"id": "3", "contents": "\\"Empty Text\\"\\n"}',
+    r'{"id": "4", "contents": "\"Multi line\"\nfirst line\nsecond line"}',
+]
+
+
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_reader_splits_the_published_format(tmp_path):
+    passages = list(read_corpus_jsonl(write_lines(tmp_path / "wiki.jsonl", PUBLISHED_LINES)))
+    assert [p.id for p in passages] == ["0", "1", "2", "3", "4"]
+    assert passages[0].title == "Aaron"
+    assert passages[0].text.startswith('Aaron Aaron ( or ; "Ahärôn")')
+    assert passages[1].title == 'The "Best" Song'
+    assert passages[2].title == "Zürich"
+    assert passages[2].text.endswith("— 東京 is not.")
+    assert passages[3] == Passage(id="3", title="Empty Text", text="")
+    assert passages[4].text == "first line\nsecond line"
+
+
+def test_contents_round_trip_the_published_strings(tmp_path):
+    import json
+
+    originals = [json.loads(line)["contents"] for line in PUBLISHED_LINES]
+    passages = list(read_corpus_jsonl(write_lines(tmp_path / "wiki.jsonl", PUBLISHED_LINES)))
+    assert [p.contents for p in passages] == originals
+
+
+def test_writer_output_reads_back_identically_plain_and_gzipped(tmp_path):
+    passages = list(read_corpus_jsonl(write_lines(tmp_path / "wiki.jsonl", PUBLISHED_LINES)))
+    for name in ("copy.jsonl", "copy.jsonl.gz"):
+        assert write_corpus_jsonl(passages, tmp_path / name) == len(passages)
+        assert list(read_corpus_jsonl(tmp_path / name)) == passages
+    with gzip.open(tmp_path / "copy.jsonl.gz", "rt", encoding="utf-8") as lines:
+        assert set(json_keys(lines)) == {("id", "contents")}
+
+
+def json_keys(lines):
+    import json
+
+    return (tuple(json.loads(line)) for line in lines)
+
+
+def test_reader_accepts_title_text_rows_and_skips_blank_lines(tmp_path):
+    path = write_lines(tmp_path / "c.jsonl", ['{"id": 7, "title": "T", "text": "body"}', "", "  "])
+    assert list(read_corpus_jsonl(path)) == [Passage(id="7", title="T", text="body")]
+
+
+@pytest.mark.parametrize("bad_line", ['{"id": "0"}', "not json", '["id", "contents"]'])
+def test_reader_names_the_bad_line(tmp_path, bad_line):
+    path = write_lines(tmp_path / "c.jsonl", [PUBLISHED_LINES[0], bad_line])
+    with pytest.raises(ValueError, match=r"c\.jsonl:2"):
+        list(read_corpus_jsonl(path))
+
+
+def test_store_serves_every_passage_and_pickles_as_its_path(tmp_path):
+    source = write_lines(tmp_path / "wiki.jsonl", PUBLISHED_LINES)
+    corpus = Corpus.build(source, tmp_path / "store")
+    expected = list(read_corpus_jsonl(source))
+    assert len(corpus) == len(expected)
+    assert [corpus[i] for i in range(len(corpus))] == expected
+    assert list(corpus) == expected
+    assert corpus[-1] == expected[-1]
+    with pytest.raises(IndexError):
+        corpus[len(expected)]
+    reopened = Corpus.open(tmp_path / "store")
+    assert list(reopened) == expected
+    blob = pickle.dumps(corpus)
+    assert len(blob) < 500
+    assert list(pickle.loads(blob)) == expected
+
+
+def test_empty_corpus_and_unfinished_store(tmp_path):
+    empty = Corpus.from_passages([], tmp_path / "empty")
+    assert len(empty) == 0 and list(empty) == []
+    (tmp_path / "empty" / "corpus.json").unlink()
+    with pytest.raises(FileNotFoundError, match="cut short"):
+        Corpus.open(tmp_path / "empty")
