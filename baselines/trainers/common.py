@@ -76,16 +76,24 @@ class TrainConfig:
     minibatch_size: int = 256  # sequences per optimizer step
     micro_batch_size: int = 8  # sequences per forward pass
     grad_clip: float = 1.0
-    # critic-free estimators
+    # critic-free estimators (baselines.advantages documents every option)
     estimator: Literal["gigpo", "grpo", "rloo", "mt_grpo", "grpo_or"] = "gigpo"
+    # "paper": the options below; "reference": the released code's arithmetic
+    # (baselines.advantages.reference_preset) over them, for reproduction
+    preset: Literal["paper", "reference"] = "paper"
+    reference_code: str = ""  # a key of advantages.REFERENCE_PRESETS; empty: the estimator's usual one
     gamma: float = 0.95
     omega: float = 1.0
     normalize: Literal["std", "none"] = "std"
     ddof: int = 0
+    eps: float = 1e-6
+    eps_mode: Literal["cutoff", "add"] = "cutoff"
+    singleton: Literal["zero", "keep"] = "zero"
     anchor: Literal["obs", "state", "similarity"] = "obs"
     similarity_threshold: float = 0.95
     episode_over: Literal["trajectories", "steps"] = "trajectories"
     alpha: float = 1.0
+    mt_grpo_form: Literal["paper", "released"] = "paper"
     # actor-critic (PPO / MT-PPO)
     reward_placement: Literal["turn", "outcome", "summed"] = "turn"
     critic_lr: float = 1e-5
@@ -103,6 +111,8 @@ class TrainConfig:
     sweet_nll_coef: float = 0.01
     sweet_min_margin: float = 0.0
     sweet_success_score: float = 1.0
+    sweet_pair_mode: Literal["best_vs_worse", "all_pairs"] = "best_vs_worse"
+    sweet_actor_pair_mode: Literal["ranked", "random_halves"] = "ranked"
     # bookkeeping
     seed: int = 0
     task_seed_offset: int = 0

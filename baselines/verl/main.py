@@ -1,12 +1,16 @@
 """verl's PPO entry point with the agentenvs estimators and agent loop installed in its task runner.
 
 verl trains inside a Ray actor (its task runner), so the registration must
-happen there, not only in the launching process. GiGPO's settings come from
-the environment: ``AGENTENVS_OMEGA`` (1.0), ``AGENTENVS_ANCHOR`` (``state`` or
-``obs``), ``AGENTENVS_ALPHA`` (MT-GRPO, 1.0). Every other argument is verl's
-own Hydra override, e.g.::
+happen there, not only in the launching process. The estimators' settings
+come from verl's Hydra config, block ``algorithm.agentenvs`` (any setting of
+:func:`baselines.verl.estimators.make_estimators`), over the environment's
+``AGENTENVS_OMEGA`` (1.0), ``AGENTENVS_ANCHOR`` (``state`` or ``obs``),
+``AGENTENVS_ALPHA`` (MT-GRPO, 1.0) and ``AGENTENVS_PRESET`` (``paper``, or
+``reference`` for the released code's arithmetic). Every other argument is
+verl's own Hydra override, e.g.::
 
     python -m baselines.verl.main algorithm.adv_estimator=agentenvs_gigpo algorithm.gamma=0.95 \\
+        +algorithm.agentenvs.preset=reference +algorithm.agentenvs.omega=1.0 \\
         actor_rollout_ref.rollout.agent.default_agent_loop=agentenvs data.train_files=... ...
 """
 
@@ -16,14 +20,32 @@ import os
 from typing import Any
 
 
-def install_from_environment() -> dict[str, Any]:
+def environment_settings() -> dict[str, Any]:
+    return {
+        "omega": float(os.environ.get("AGENTENVS_OMEGA", "1.0")),
+        "anchor": os.environ.get("AGENTENVS_ANCHOR", "state"),
+        "alpha": float(os.environ.get("AGENTENVS_ALPHA", "1.0")),
+        "preset": os.environ.get("AGENTENVS_PRESET", "paper"),
+    }
+
+
+def config_settings(config: Any) -> dict[str, Any]:
+    """The ``algorithm.agentenvs`` block of verl's config, removed from it (verl's own
+    algorithm config does not know the key)."""
+    from omegaconf import OmegaConf, open_dict
+
+    algorithm = config.get("algorithm") if config is not None else None
+    if algorithm is None or "agentenvs" not in algorithm:
+        return {}
+    with open_dict(algorithm):
+        block = algorithm.pop("agentenvs")
+    return dict(OmegaConf.to_container(block, resolve=True))
+
+
+def install_with(config: Any) -> dict[str, Any]:
     from baselines.verl import install
 
-    return install(
-        omega=float(os.environ.get("AGENTENVS_OMEGA", "1.0")),
-        anchor=os.environ.get("AGENTENVS_ANCHOR", "state"),
-        alpha=float(os.environ.get("AGENTENVS_ALPHA", "1.0")),
-    )
+    return install(**{**environment_settings(), **config_settings(config)})
 
 
 def main() -> None:
@@ -34,10 +56,10 @@ def main() -> None:
 
     class AgentEnvsTaskRunner(base):  # type: ignore[misc, valid-type]
         def run(self, config: Any) -> Any:
-            install_from_environment()
+            install_with(config)
             return super().run(config)
 
-    install_from_environment()
+    install_with(None)
     main_ppo.TaskRunnerV1 = ray.remote(AgentEnvsTaskRunner)
     main_ppo.main()
 
