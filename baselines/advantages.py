@@ -140,7 +140,9 @@ def estimator_options(
     """
     if estimator not in ESTIMATOR_OPTIONS:
         raise ValueError(f"unknown estimator {estimator!r}; choose one of {sorted(ESTIMATOR_OPTIONS)}")
-    options = {name: settings[name] for name in ESTIMATOR_OPTIONS[estimator] if settings.get(name) is not None}
+    options = {
+        name: settings[name] for name in ESTIMATOR_OPTIONS[estimator] if settings.get(name) is not None
+    }
     if preset == "reference":
         options.update(reference_preset(estimator, code or None))
     elif preset != "paper":
@@ -408,7 +410,9 @@ def gigpo_advantages(
         for visits in anchors.values():
             sizes.append(len(visits))
             values = np.array([step_returns[i][t] for i, t in visits])
-            deviations = normalized_deviation(values, normalize=normalize, ddof=ddof, eps=eps, eps_mode=eps_mode)
+            deviations = normalized_deviation(
+                values, normalize=normalize, ddof=ddof, eps=eps, eps_mode=eps_mode
+            )
             for (i, t), value in zip(visits, deviations):
                 step[i][t] = value
 

@@ -102,9 +102,13 @@ def test_the_paper_form_differs_from_verl_where_the_issue_says():
     tiny = np.array([0.0, 3e-6], dtype=np.float32)
     theirs = _verl_scores(core_algos.compute_grpo_outcome_advantage, tiny, ["g", "g"])
     np.testing.assert_allclose(theirs, [-0.4806, 0.4806], atol=1e-3)
-    np.testing.assert_allclose(grpo_advantages(tiny, ["g", "g"], ddof=1), [-1 / math.sqrt(2), 1 / math.sqrt(2)])
+    np.testing.assert_allclose(
+        grpo_advantages(tiny, ["g", "g"], ddof=1), [-1 / math.sqrt(2), 1 / math.sqrt(2)]
+    )
     single = np.array([2.0], dtype=np.float32)
-    np.testing.assert_allclose(_verl_scores(core_algos.compute_grpo_outcome_advantage, single, ["s"]), [2.0], rtol=1e-5)
+    np.testing.assert_allclose(
+        _verl_scores(core_algos.compute_grpo_outcome_advantage, single, ["s"]), [2.0], rtol=1e-5
+    )
     np.testing.assert_allclose(_verl_scores(core_algos.compute_rloo_outcome_advantage, single, ["s"]), [2.0])
     assert grpo_advantages(single, ["s"])[0] == 0.0 and rloo_advantages(single, ["s"])[0] == 0.0
 
@@ -119,8 +123,12 @@ def test_eps_mode_and_singleton_options_by_hand():
     below = grpo_advantages([0.0, 1e-6], ["g", "g"], ddof=1)  # std 7.1e-7 ≤ eps: no signal
     np.testing.assert_array_equal(below, [0.0, 0.0])
     np.testing.assert_allclose(grpo_advantages([3.0], ["s"], singleton="keep"), [3.0])
-    np.testing.assert_allclose(grpo_advantages([3.0], ["s"], singleton="keep", eps_mode="add"), [3.0 / (1 + 1e-6)])
-    np.testing.assert_allclose(rloo_advantages([3.0, 1.0, 2.0], ["s", "g", "g"], singleton="keep"), [3.0, -1.0, 1.0])
+    np.testing.assert_allclose(
+        grpo_advantages([3.0], ["s"], singleton="keep", eps_mode="add"), [3.0 / (1 + 1e-6)]
+    )
+    np.testing.assert_allclose(
+        rloo_advantages([3.0, 1.0, 2.0], ["s", "g", "g"], singleton="keep"), [3.0, -1.0, 1.0]
+    )
     with pytest.raises(ValueError):
         grpo_advantages([1.0, 2.0], ["g", "g"], eps_mode="clip")
     with pytest.raises(ValueError):
@@ -175,7 +183,9 @@ def test_gigpo_mean_norm_mode_of_the_released_webshop_and_sokoban_scripts():
     # remove_std (core_gigpo.py:153-156), scores − mean in both parts (lines 234-235, 378-379).
     rewards = [[0.0, 1.0], [0.0, 0.0, 0.0]]
     keys = [["a", "b"], ["a", "b", "b"]]
-    result = gigpo_advantages(rewards, keys, ["g", "g"], gamma=0.5, normalize="none", **reference_preset("gigpo"))
+    result = gigpo_advantages(
+        rewards, keys, ["g", "g"], gamma=0.5, normalize="none", **reference_preset("gigpo")
+    )
     np.testing.assert_allclose(result.episode, [0.6, -0.4])
     np.testing.assert_allclose(result.step[0], [0.25, 2 / 3])
     single = gigpo_advantages([[2.0]], [["s"]], ["h"], normalize="none", **reference_preset("gigpo"))
@@ -233,7 +243,10 @@ def test_sweet_critic_frontend_pairs_every_two_scores_at_least_the_margin_apart(
     assert sweet_preference_pairs([0.4, 0.5], ["t", "t"], **frontend) == []  # 0.5 − 0.4 = 0.0999… in float
     assert sweet_preference_pairs([0.25, 0.5], ["t", "t"], **frontend) == [(1, 0)]
     # the paper's best-vs-worse pairs need a successful best trajectory
-    assert sweet_preference_pairs([0.9, 0.5, 0.2], ["t"] * 3, min_margin=0.1, success_score=0.9) == [(0, 1), (0, 2)]
+    assert sweet_preference_pairs([0.9, 0.5, 0.2], ["t"] * 3, min_margin=0.1, success_score=0.9) == [
+        (0, 1),
+        (0, 2),
+    ]
 
 
 def test_sweet_critic_backend_pairs_are_best_success_vs_each_strictly_worse():
@@ -304,7 +317,9 @@ def test_estimator_options_reference_overrides_settings_but_keeps_normalize():
         "singleton": "zero",
     }
     reference = estimator_options("gigpo", settings, preset="reference")
-    assert reference["normalize"] == "none" and reference["ddof"] == 1 and reference["episode_over"] == "steps"
+    assert (
+        reference["normalize"] == "none" and reference["ddof"] == 1 and reference["episode_over"] == "steps"
+    )
     assert estimator_options("mt_grpo", {}, preset="reference")["mt_grpo_form"] == "released"
     assert estimator_options("grpo", {}, preset="reference", code="verl")["singleton"] == "keep"
     with pytest.raises(ValueError):

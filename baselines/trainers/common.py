@@ -64,6 +64,9 @@ class TrainConfig:
     max_new_tokens: int = 512
     max_prompt_tokens: int = 4096
     temperature: float = 1.0
+    # an env crash stops the run ("stop") or its episode leaves the batch ("drop", counted
+    # as crashed_episodes in the metrics); never trained on as an ordinary failure
+    on_crash: Literal["stop", "drop"] = "stop"
     # optimisation (actor)
     iterations: int = 150
     lr: float = 1e-6
@@ -341,6 +344,7 @@ def make_engine(
         temperature=config.temperature,
         context=config.context,
         max_prompt_tokens=config.max_prompt_tokens,
+        on_crash=config.on_crash,
     )
 
 

@@ -3,7 +3,8 @@
 verl trains inside a Ray actor (its task runner), so the registration must
 happen there, not only in the launching process. The estimators' settings
 come from verl's Hydra config, block ``algorithm.agentenvs`` (any setting of
-:func:`baselines.verl.estimators.make_estimators`), over the environment's
+:func:`baselines.verl.estimators.make_estimators`, read at every advantage
+computation from the ``config`` verl passes), over the environment's
 ``AGENTENVS_OMEGA`` (1.0), ``AGENTENVS_ANCHOR`` (``state`` or ``obs``),
 ``AGENTENVS_ALPHA`` (MT-GRPO, 1.0) and ``AGENTENVS_PRESET`` (``paper``, or
 ``reference`` for the released code's arithmetic). Every other argument is
@@ -29,23 +30,10 @@ def environment_settings() -> dict[str, Any]:
     }
 
 
-def config_settings(config: Any) -> dict[str, Any]:
-    """The ``algorithm.agentenvs`` block of verl's config, removed from it (verl's own
-    algorithm config does not know the key)."""
-    from omegaconf import OmegaConf, open_dict
-
-    algorithm = config.get("algorithm") if config is not None else None
-    if algorithm is None or "agentenvs" not in algorithm:
-        return {}
-    with open_dict(algorithm):
-        block = algorithm.pop("agentenvs")
-    return dict(OmegaConf.to_container(block, resolve=True))
-
-
-def install_with(config: Any) -> dict[str, Any]:
+def install_from_environment() -> dict[str, Any]:
     from baselines.verl import install
 
-    return install(**{**environment_settings(), **config_settings(config)})
+    return install(**environment_settings())
 
 
 def main() -> None:
@@ -56,10 +44,10 @@ def main() -> None:
 
     class AgentEnvsTaskRunner(base):  # type: ignore[misc, valid-type]
         def run(self, config: Any) -> Any:
-            install_with(config)
+            install_from_environment()
             return super().run(config)
 
-    install_with(None)
+    install_from_environment()
     main_ppo.TaskRunnerV1 = ray.remote(AgentEnvsTaskRunner)
     main_ppo.main()
 
