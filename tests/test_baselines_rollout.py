@@ -258,3 +258,22 @@ def test_a_crash_stops_the_rollout_by_default(model, tokenizer):
         engine.collect(seed=7)
     dropping = make_engine(TrainConfig(on_crash="drop"), vec, engine.policy, tokenizer, engine.template)
     assert dropping.on_crash == "drop"
+
+
+def test_make_sampler_hands_the_stop_id_and_the_action_vocabulary_to_vllm(model, tokenizer, monkeypatch):
+    from baselines.trainers import common
+
+    made = {}
+
+    class Recorder:
+        def __init__(self, model_path, **kwargs):
+            made.update(kwargs, model_path=model_path)
+
+    monkeypatch.setattr(common, "VLLMPolicy", Recorder)
+    config = common.TrainConfig(
+        sampler="vllm", model="/models/tiny", constrain_to_actions=True, action_words=ACTIONS
+    )
+    common.make_sampler(config, model, tokenizer)
+    assert made["model_path"] == "/models/tiny"
+    assert made["eos_token_id"] == tokenizer.eos_token_id
+    assert made["allowed_token_ids"] == sorted(tokenizer.convert_tokens_to_ids(w) for w in ACTIONS)

@@ -306,14 +306,16 @@ def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def make_sampler(config: TrainConfig, model: Any, tokenizer: Any) -> PolicyBackend:
+    allowed = sampling_vocabulary(config, tokenizer)
+    allowed_ids = allowed.nonzero().squeeze(-1).tolist() if allowed is not None else None
     if config.sampler == "vllm":
         return VLLMPolicy(
             config.model,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             max_model_len=config.max_prompt_tokens + config.max_new_tokens,
+            eos_token_id=tokenizer.eos_token_id,
+            allowed_token_ids=allowed_ids,
         )
-    allowed = sampling_vocabulary(config, tokenizer)
-    allowed_ids = allowed.nonzero().squeeze(-1).tolist() if allowed is not None else None
     return TransformersPolicy(
         model, tokenizer, allowed_token_ids=allowed_ids, batch_size=max(config.micro_batch_size, 64)
     )
