@@ -326,3 +326,89 @@ def test_estimator_options_reference_overrides_settings_but_keeps_normalize():
         estimator_options("grpo", {}, preset="released")
     with pytest.raises(ValueError):
         reference_preset("gigpo", "verl")
+
+
+# ---------------------------------------------------------------- the trainers' settings (what reproduce.sh passes)
+
+
+def _trajectories():
+    from baselines.rollout import Trajectory, Turn
+
+    def turn(key: str, reward: float) -> Turn:
+        return Turn("", [], [], "", key, key, key, reward=reward)
+
+    return [
+        Trajectory(0, 0, "t", [turn("a", 0.0), turn("b", 1.0)]),
+        Trajectory(0, 1, "t", [turn("a", 0.0), turn("b", 0.0), turn("b", 0.0)]),
+        Trajectory(1, 0, "u", [turn("c", 1.0)]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["estimator=gigpo", "preset=reference", "normalize=none"], ("gigpo", "verl-agent")),
+        (["estimator=grpo", "preset=reference"], ("grpo", "verl-agent")),
+        (
+            ["estimator=grpo_or", "preset=reference", "reference_code=multi-turn-rl-agent"],
+            ("grpo", "multi-turn-rl-agent"),
+        ),
+        (
+            ["estimator=mt_grpo", "preset=reference", "reference_code=multi-turn-rl-agent"],
+            ("mt_grpo", "multi-turn-rl-agent"),
+        ),
+        (["estimator=grpo", "preset=paper", "ddof=1", "eps_mode=add"], ("grpo", None)),
+    ],
+)
+def test_trainer_settings_reach_the_estimators(overrides, expected):
+    pytest.importorskip("torch")
+    from baselines.trainers.common import TrainConfig
+    from baselines.trainers.critic_free import turn_advantages
+
+    config = TrainConfig().with_overrides(["gamma=0.5", *overrides])
+    trajectories = _trajectories()
+    ours, _ = turn_advantages(config, trajectories)
+    estimator, code = expected
+    options = reference_preset(estimator, code) if code else {"ddof": 1, "eps_mode": "add"}
+    groups = [t.group for t in trajectories]
+    counts = [len(t.turns) for t in trajectories]
+    if estimator == "gigpo":
+        direct = gigpo_advantages(
+            [t.turn_rewards for t in trajectories],
+            [[turn.obs_key for turn in t.turns] for t in trajectories],
+            groups,
+            gamma=0.5,
+            normalize=config.normalize,
+            **options,
+        ).advantages
+    elif estimator == "mt_grpo":
+        direct = mt_grpo_advantages(
+            [t.turn_rewards[:-1] for t in trajectories],
+            [t.turn_rewards[-1] for t in trajectories],
+            groups,
+            **options,
+        )
+    else:
+        returns = [
+            t.turn_rewards[-1] if config.estimator == "grpo_or" else t.episode_return for t in trajectories
+        ]
+        episode = grpo_advantages(returns, groups, step_counts=counts, **options)
+        direct = [np.full(n, a) for n, a in zip(counts, episode)]
+    for mine, theirs in zip(ours, direct):
+        np.testing.assert_allclose(mine, theirs)
+    paper, _ = turn_advantages(
+        TrainConfig().with_overrides(["gamma=0.5", f"estimator={config.estimator}"]), trajectories
+    )
+    assert any(not np.allclose(a, b) for a, b in zip(paper, ours))
+
+
+def test_sweet_rl_pair_options_follow_the_preset():
+    pytest.importorskip("torch")
+    from baselines.trainers.common import TrainConfig
+    from baselines.trainers.sweet_rl import pair_options
+
+    critic, actor = pair_options(TrainConfig())
+    assert critic["mode"] == "best_vs_worse" and actor == {"mode": "ranked", "num_pairs": 4}
+    critic, actor = pair_options(TrainConfig(preset="reference", reference_code="sweet-rl-frontend"))
+    assert critic["mode"] == "all_pairs" and critic["min_margin"] == 0.1
+    assert actor == {"mode": "random_halves", "num_pairs": 4}
