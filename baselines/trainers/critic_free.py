@@ -18,7 +18,11 @@ One iteration:
    ===========  ==========================================================
 
    (the last turn's reward is the outcome reward R^O, earlier turns'
-   rewards are the intermediate rewards R^I);
+   rewards are the intermediate rewards R^I); ``preset: paper`` computes
+   the papers' formulas with the config's options (``ddof``, ``eps_mode``,
+   ``singleton``, ``episode_over``, ``mt_grpo_form``...), ``preset:
+   reference`` the released code's arithmetic
+   (``baselines.advantages.reference_preset``);
 3. PPO-clip epochs (token-mean, low-variance KL to the frozen initial
    policy, entropy bonus, gradient clipping; ``common.ppo_update``);
 4. one JSONL metrics record (``baselines.metrics``) and, every
