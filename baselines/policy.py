@@ -128,8 +128,8 @@ class VLLMPolicy:
     """Samples with a colocated vLLM engine loaded from a local model path.
 
     The engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) so
-    :meth:`sync` can hand it the trainer's weights directly through
-    ``LLM.apply_model`` and the model's own ``load_weights``.
+    :meth:`sync` can hand it the trainer's weights directly through the
+    worker's in-place ``reload_weights`` (vLLM >= 0.32).
 
     Args:
         model_path: local directory of the base model (never a hub download).
@@ -198,6 +198,8 @@ class VLLMPolicy:
         return [_trim_response(output.outputs[0].token_ids, eos_ids, None) for output in outputs]
 
     def sync(self, model: torch.nn.Module) -> None:
+        # reload_weights re-runs the loaders' post-processing (the CPU backend repacks linear
+        # weights into plain parameters that a bare load_weights can no longer write into)
         weights = [(name, tensor.detach()) for name, tensor in model.state_dict().items()]
-        self.llm.apply_model(lambda engine_model: engine_model.load_weights(weights))
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
