@@ -280,7 +280,10 @@ def noun_backend_disagreement(
     pairs = differing_type = differing_reward = 0
     gap = 0.0
     for goal in goals:
-        bought = [by_asin[goal.asin], *(products[int(i)] for i in draws.integers(0, len(products), size=others))]
+        bought = [
+            by_asin[goal.asin],
+            *(products[int(i)] for i in draws.integers(0, len(products), size=others)),
+        ]
         for product in bought:
             with_spacy = get_reward(product, goal, {}, backend="spacy")
             with_fallback = get_reward(product, goal, {}, backend="fallback")
@@ -314,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     product_iterator, goals = generate(args.products, args.seed)
     products = list(product_iterator)
     figures = noun_backend_disagreement(products, goals, others=args.others, seed=args.seed)
-    print(f"spaCy model: {spacy_model_name()}; generated catalog of {args.products} products (seed {args.seed})")
+    print(
+        f"spaCy model: {spacy_model_name()}; generated catalog of {args.products} products (seed {args.seed})"
+    )
     for name, value in figures.items():
         print(f"{name:28s} {value:10d}" if isinstance(value, int) else f"{name:28s} {value:10.4f}")
     return 0
