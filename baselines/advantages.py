@@ -5,40 +5,149 @@ variable-length data) and returns new arrays; none holds state or touches an
 env or a model. ``group_ids`` name the rollout group each trajectory belongs
 to (the N copies of one task started from the same state).
 
-Conventions shared by all of them:
+Conventions shared by all of them (the papers' forms are the defaults):
 
-- ``normalize="std"`` divides by the group's standard deviation (population
-  std, ``ddof=0``, unless ``ddof`` says otherwise); ``normalize="none"`` keeps
-  the raw difference to the mean (F_norm = 1, GiGPO's "w/o std").
-- A group with one member, or whose values are all equal (std ≤ ``eps``),
-  yields advantage 0 for every member: nothing in it can be compared, and
-  dividing by ~0 would turn float noise into huge advantages.
+- ``normalize="std"`` divides by the group's standard deviation;
+  ``normalize="none"`` keeps the raw difference to the mean (F_norm = 1,
+  GiGPO's "w/o std").
+- ``ddof``: 0 is the population std of the papers; 1 is the sample std that
+  ``torch.std`` gives the released code.
+- ``eps_mode="cutoff"`` (default): a group whose spread is ≤ ``eps`` gets 0
+  for every member, so float noise never becomes a huge advantage;
+  ``"add"`` divides by ``std + eps`` as the released code does (values
+  [0, 3e-6] with ``ddof=1``: ±0.707 cutoff, ±0.481 add).
+- ``singleton="zero"`` (default): a one-member group has nothing to compare
+  with and gets 0; ``"keep"`` is the released code's treatment (mean 0,
+  std 1: GRPO gives R/(1+eps), RLOO keeps R).
+- ``episode_over="trajectories"`` (default) takes a group's statistics over
+  its trajectories; ``"steps"`` over its step rows, a trajectory's return
+  counted once per step it took (verl-agent, which trains on one row per
+  step; needs ``step_counts``).
 
-==================  =====================================================
-function            formula
-==================  =====================================================
-grpo_advantages     A_i = (R_i − mean_g R) / F_norm(g)
-rloo_advantages     A_i = R_i − mean_{j≠i} R_j
-discounted_returns  R_t = Σ_{k≥t} γ^{k−t} r_k
-gigpo_advantages    A = A^E + ω·A^S (episode + anchor-state step advantage)
-mt_grpo_advantages  A_(k) = Σ_{l=k}^{K−1} α^{l−k} A^I_(l) + α^{K−k} A^O
-turn_end_rewards    token rewards at turn ends (MT-PPO / PPO-OR / PPO-MR)
-gae                 A_t = Σ_l (γλ)^l δ_{t+l}, δ_t = r_t + γV_{t+1} − V_t
-==================  =====================================================
+:func:`reference_preset` gives the options that reproduce a released
+codebase's arithmetic, estimator by estimator.
+
+=========================  ====================================================
+function                   formula
+=========================  ====================================================
+grpo_advantages            A_i = (R_i − mean_g R) / F_norm(g)
+rloo_advantages            A_i = R_i − mean_{j≠i} R_j
+discounted_returns         R_t = Σ_{k≥t} γ^{k−t} r_k
+gigpo_advantages           A = A^E + ω·A^S (episode + anchor-state step advantage)
+mt_grpo_advantages         A_(k) = Σ_{l=k}^{K−1} α^{l−k} A^I_(l) + α^{K−k} A^O
+turn_end_rewards           token rewards at turn ends (MT-PPO / PPO-OR / PPO-MR)
+gae                        A_t = Σ_l (γλ)^l δ_{t+l}, δ_t = r_t + γV_{t+1} − V_t
+sweet_preference_pairs     SWEET-RL critic pairs (chosen, rejected) per task
+ranked_candidate_pairs     SWEET-RL actor pairs among a state's candidates
+=========================  ====================================================
 """
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 Normalization = Literal["std", "none"]
+EpsMode = Literal["cutoff", "add"]
+Singleton = Literal["zero", "keep"]
+EpisodeOver = Literal["trajectories", "steps"]
 DEFAULT_EPS = 1e-6
+
+# The options that reproduce each released codebase, per estimator (see reference_preset).
+REFERENCE_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    # verl's verl/trainer/ppo/core_algos.py: one sample per trajectory, torch.std, std + 1e-6,
+    # a one-sample group keeps its score (GRPO: mean 0, std 1; RLOO: no baseline).
+    "verl": {
+        "grpo": {"ddof": 1, "eps": 1e-6, "eps_mode": "add", "singleton": "keep"},
+        "rloo": {"singleton": "keep"},
+    },
+    # langfengQ/verl-agent (gigpo/core_gigpo.py, verl/trainer/ppo/core_algos.py): one sample per
+    # step, group statistics over step rows; GiGPO's step part gives a singleton 0 either way.
+    "verl-agent": {
+        "grpo": {"ddof": 1, "eps": 1e-6, "eps_mode": "add", "singleton": "keep", "episode_over": "steps"},
+        "rloo": {"singleton": "keep", "episode_over": "steps"},
+        "gigpo": {"ddof": 1, "eps": 1e-6, "eps_mode": "add", "singleton": "keep", "episode_over": "steps"},
+    },
+    # SiliangZeng/Multi-Turn-RL-Agent (verifiers/trainers/grpo_env_trainer.py, mt_grpo_env_trainer.py):
+    # torch.std over the group, std + 1e-4, turn 1 = A^O + coef·A^I.
+    "multi-turn-rl-agent": {
+        "grpo": {"ddof": 1, "eps": 1e-4, "eps_mode": "add"},
+        "mt_grpo": {"ddof": 1, "eps": 1e-4, "eps_mode": "add", "mt_grpo_form": "released"},
+    },
+    # facebookresearch/sweet_rl: critic pairs of scripts/evaluate_code.py (backend) and
+    # scripts/evaluate_html.py (frontend), actor pairs of scripts/generate_random_pairs_from_ranks.py.
+    "sweet-rl-backend": {
+        "sweet_critic": {"mode": "best_vs_worse", "success_score": 1.0, "min_margin": 0.0},
+        "sweet_actor": {"mode": "random_halves", "num_pairs": 4},
+    },
+    "sweet-rl-frontend": {
+        "sweet_critic": {"mode": "all_pairs", "min_margin": 0.1},
+        "sweet_actor": {"mode": "random_halves", "num_pairs": 4},
+    },
+}
+# The released code each estimator is usually reproduced against.
+DEFAULT_REFERENCE = {
+    "grpo": "verl-agent",
+    "grpo_or": "verl-agent",
+    "rloo": "verl-agent",
+    "gigpo": "verl-agent",
+    "mt_grpo": "multi-turn-rl-agent",
+    "sweet_critic": "sweet-rl-backend",
+    "sweet_actor": "sweet-rl-backend",
+}
+
+
+def reference_preset(estimator: str, code: str | None = None) -> dict[str, Any]:
+    """Keyword options that make ``estimator`` compute what the released ``code`` computes.
+
+    ``estimator`` is ``grpo``, ``grpo_or`` (GRPO on the outcome reward, same options),
+    ``rloo``, ``gigpo``, ``mt_grpo``, ``sweet_critic`` or ``sweet_actor``; ``code``
+    is a key of :data:`REFERENCE_PRESETS` (default: :data:`DEFAULT_REFERENCE`).
+    """
+    code = code or DEFAULT_REFERENCE.get(estimator)
+    if code not in REFERENCE_PRESETS:
+        raise ValueError(f"no released code {code!r}; choose one of {sorted(REFERENCE_PRESETS)}")
+    options = REFERENCE_PRESETS[code].get("grpo" if estimator == "grpo_or" else estimator)
+    if options is None:
+        raise ValueError(f"{code} has no {estimator} estimator; it has {sorted(REFERENCE_PRESETS[code])}")
+    return dict(options)
+
+
+# The keyword options each estimator takes, as named in a trainer's settings.
+ESTIMATOR_OPTIONS: dict[str, tuple[str, ...]] = {
+    "grpo": ("normalize", "ddof", "eps", "eps_mode", "singleton", "episode_over"),
+    "grpo_or": ("normalize", "ddof", "eps", "eps_mode", "singleton", "episode_over"),
+    "rloo": ("singleton", "episode_over"),
+    "gigpo": ("normalize", "ddof", "eps", "eps_mode", "singleton", "episode_over"),
+    "mt_grpo": ("normalize", "ddof", "eps", "eps_mode", "mt_grpo_form"),
+}
+
+
+def estimator_options(
+    estimator: str, settings: Any, *, preset: str = "paper", code: str | None = None
+) -> dict[str, Any]:
+    """The options of ``estimator`` found in ``settings`` (a mapping), then the preset's on top.
+
+    ``preset="paper"`` keeps the settings; ``"reference"`` overrides them with
+    :func:`reference_preset` (``normalize`` stays the setting's: the released
+    scripts choose it per environment).
+    """
+    if estimator not in ESTIMATOR_OPTIONS:
+        raise ValueError(f"unknown estimator {estimator!r}; choose one of {sorted(ESTIMATOR_OPTIONS)}")
+    options = {
+        name: settings[name] for name in ESTIMATOR_OPTIONS[estimator] if settings.get(name) is not None
+    }
+    if preset == "reference":
+        options.update(reference_preset(estimator, code or None))
+    elif preset != "paper":
+        raise ValueError(f"preset must be 'paper' or 'reference', got {preset!r}")
+    return options
 
 
 def _group_indices(group_ids: Sequence[Hashable]) -> dict[Hashable, list[int]]:
@@ -50,22 +159,53 @@ def _group_indices(group_ids: Sequence[Hashable]) -> dict[Hashable, list[int]]:
 
 
 def normalized_deviation(
-    values: np.ndarray, *, normalize: Normalization = "std", ddof: int = 0, eps: float = DEFAULT_EPS
+    values: np.ndarray,
+    *,
+    normalize: Normalization = "std",
+    ddof: int = 0,
+    eps: float = DEFAULT_EPS,
+    eps_mode: EpsMode = "cutoff",
+    singleton: Singleton = "zero",
+    weights: Sequence[int] | np.ndarray | None = None,
 ) -> np.ndarray:
-    """(v − mean v) / F_norm for one group; zeros for a singleton or zero-variance group.
+    """(v − mean) / F_norm for one group, under the options of the module docstring.
 
-    F_norm is ``std(v, ddof)`` for ``normalize="std"`` and 1 for ``"none"``.
+    ``weights[j]`` counts value j that many times in the mean and the spread
+    (a trajectory's return once per step row); the group is a singleton when
+    it holds one sample in all.
     """
     values = np.asarray(values, dtype=np.float64)
     if normalize not in ("std", "none"):
         raise ValueError(f"normalize must be 'std' or 'none', got {normalize!r}")
-    if values.size <= max(1, ddof):
-        return np.zeros_like(values)
-    centred = values - values.mean()
-    spread = values.std(ddof=ddof)
+    if eps_mode not in ("cutoff", "add"):
+        raise ValueError(f"eps_mode must be 'cutoff' or 'add', got {eps_mode!r}")
+    if singleton not in ("zero", "keep"):
+        raise ValueError(f"singleton must be 'zero' or 'keep', got {singleton!r}")
+    samples = values if weights is None else np.repeat(values, np.asarray(weights, dtype=np.int64))
+    if samples.size <= 1:
+        if singleton == "zero" or samples.size == 0:
+            return np.zeros_like(values)
+        scale = 1.0 + eps if normalize == "std" and eps_mode == "add" else 1.0
+        return values / scale
+    centred = values - samples.mean()
+    spread = samples.std(ddof=ddof) if samples.size > ddof else 0.0
+    if eps_mode == "add":
+        return centred / (spread + eps) if normalize == "std" else centred
     if spread <= eps:
         return np.zeros_like(values)
     return centred / spread if normalize == "std" else centred
+
+
+def _step_weights(
+    episode_over: EpisodeOver, step_counts: Sequence[int] | np.ndarray | None, count: int
+) -> np.ndarray | None:
+    if episode_over == "trajectories":
+        return None
+    if episode_over != "steps":
+        raise ValueError(f"episode_over must be 'trajectories' or 'steps', got {episode_over!r}")
+    if step_counts is None or len(step_counts) != count:
+        raise ValueError("episode_over='steps' needs step_counts, one per trajectory")
+    return np.asarray(step_counts, dtype=np.int64)
 
 
 def grpo_advantages(
@@ -75,39 +215,69 @@ def grpo_advantages(
     normalize: Normalization = "std",
     ddof: int = 0,
     eps: float = DEFAULT_EPS,
+    eps_mode: EpsMode = "cutoff",
+    singleton: Singleton = "zero",
+    episode_over: EpisodeOver = "trajectories",
+    step_counts: Sequence[int] | np.ndarray | None = None,
 ) -> np.ndarray:
     """GRPO episode advantage, one value per trajectory.
 
         A_i = (R_i − mean_{j∈g(i)} R_j) / F_norm,   F_norm = std_{j∈g(i)}(R_j) or 1
 
-    ``ddof=0`` is the population std of the GRPO/GiGPO papers (``ddof=1`` is
-    the sample std that ``torch.std`` gives in several codebases).
+    Released code (``reference_preset("grpo", ...)``): verl and verl-agent use
+    ``ddof=1``, ``eps_mode="add"``, ``singleton="keep"``; verl-agent also
+    ``episode_over="steps"`` (R=[1,0,0], lengths [1,4,2]: 2.268 / −0.378
+    instead of 1.155 / −0.577 with ``ddof=1`` over trajectories).
     """
     returns = np.asarray(returns, dtype=np.float64)
     if len(group_ids) != returns.shape[0]:
         raise ValueError(f"{returns.shape[0]} returns but {len(group_ids)} group ids")
+    weights = _step_weights(episode_over, step_counts, returns.shape[0])
     advantages = np.zeros_like(returns)
     for members in _group_indices(group_ids).values():
-        advantages[members] = normalized_deviation(returns[members], normalize=normalize, ddof=ddof, eps=eps)
+        advantages[members] = normalized_deviation(
+            returns[members],
+            normalize=normalize,
+            ddof=ddof,
+            eps=eps,
+            eps_mode=eps_mode,
+            singleton=singleton,
+            weights=None if weights is None else weights[members],
+        )
     return advantages
 
 
-def rloo_advantages(returns: Sequence[float] | np.ndarray, group_ids: Sequence[Hashable]) -> np.ndarray:
+def rloo_advantages(
+    returns: Sequence[float] | np.ndarray,
+    group_ids: Sequence[Hashable],
+    *,
+    singleton: Singleton = "zero",
+    episode_over: EpisodeOver = "trajectories",
+    step_counts: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
     """REINFORCE leave-one-out advantage, one value per trajectory.
 
         A_i = R_i − (1/(N−1)) Σ_{j∈g(i), j≠i} R_j  =  N/(N−1) · (R_i − mean_g R)
 
-    A singleton group has no other member to compare with and gets 0.
+    A singleton group has no other member to compare with and gets 0
+    (``singleton="keep"``: the released code's raw R). With
+    ``episode_over="steps"`` N and the mean count step rows (verl-agent).
     """
     returns = np.asarray(returns, dtype=np.float64)
     if len(group_ids) != returns.shape[0]:
         raise ValueError(f"{returns.shape[0]} returns but {len(group_ids)} group ids")
+    if singleton not in ("zero", "keep"):
+        raise ValueError(f"singleton must be 'zero' or 'keep', got {singleton!r}")
+    weights = _step_weights(episode_over, step_counts, returns.shape[0])
     advantages = np.zeros_like(returns)
     for members in _group_indices(group_ids).values():
-        size = len(members)
+        group = returns[members]
+        samples = group if weights is None else np.repeat(group, weights[members])
+        size = samples.size
         if size > 1:
-            group = returns[members]
-            advantages[members] = group - (group.sum() - group) / (size - 1)
+            advantages[members] = size / (size - 1) * (group - samples.mean())
+        elif singleton == "keep":
+            advantages[members] = group
     return advantages
 
 
@@ -182,8 +352,10 @@ def gigpo_advantages(
     omega: float = 1.0,
     normalize: Normalization = "std",
     ddof: int = 0,
-    episode_over: Literal["trajectories", "steps"] = "trajectories",
+    episode_over: EpisodeOver = "trajectories",
     eps: float = DEFAULT_EPS,
+    eps_mode: EpsMode = "cutoff",
+    singleton: Singleton = "zero",
 ) -> GiGPOAdvantages:
     """GiGPO (Feng et al. 2025): episode advantage plus anchor-state step advantage.
 
@@ -191,9 +363,7 @@ def gigpo_advantages(
     each step acted from:
 
     - episode:  A^E(τ_i) = (R(τ_i) − mean_g R) / F_norm,  R(τ_i) = Σ_t r_t^(i)
-      (``episode_over="trajectories"``, the paper). ``"steps"`` takes the
-      mean/std over every step sample of the group instead (the reference
-      code: a trajectory's return counted once per step it took).
+      over the group's trajectories (the paper).
     - step return:  R_t^(i) = Σ_{k≥t} γ^{k−t} r_k^(i)
     - anchor groups, within one rollout group:
       G^S(ŝ) = {(a_t^(i), R_t^(i)) | s_t^(i) = ŝ}; two visits of ŝ inside one
@@ -203,6 +373,12 @@ def gigpo_advantages(
 
     ``anchor_keys[i][t]`` is any hashable naming s_t^(i): the observation
     text, the env's ``state_key``, or :func:`similarity_anchor_keys` labels.
+
+    Where verl-agent's gigpo/core_gigpo.py differs (``reference_preset("gigpo")``):
+    ``episode_over="steps"`` (episode statistics over step rows),
+    ``ddof=1`` and ``eps_mode="add"`` in both parts, ``singleton="keep"`` in
+    the episode part (a one-sample group gives R/(1+eps)); its step part
+    gives a singleton anchor group 0 like the paper.
     """
     count = len(step_rewards)
     if len(anchor_keys) != count or len(group_ids) != count:
@@ -212,23 +388,21 @@ def gigpo_advantages(
         if r.shape[0] != len(keys):
             raise ValueError(f"trajectory {i}: {r.shape[0]} rewards but {len(keys)} anchor keys")
     totals = np.array([r.sum() for r in rewards])
+    episode = grpo_advantages(
+        totals,
+        group_ids,
+        normalize=normalize,
+        ddof=ddof,
+        eps=eps,
+        eps_mode=eps_mode,
+        singleton=singleton,
+        episode_over=episode_over,
+        step_counts=[r.shape[0] for r in rewards],
+    )
     step_returns = [discounted_returns(r, gamma) for r in rewards]
     step = [np.zeros_like(r) for r in rewards]
-    episode = np.zeros(count)
     sizes: list[int] = []
-
     for members in _group_indices(group_ids).values():
-        if episode_over == "trajectories":
-            episode[members] = normalized_deviation(totals[members], normalize=normalize, ddof=ddof, eps=eps)
-        elif episode_over == "steps":
-            samples = np.concatenate([np.full(rewards[i].shape[0], totals[i]) for i in members])
-            mean, spread = samples.mean(), samples.std(ddof=ddof) if samples.size > ddof else 0.0
-            if samples.size > 1 and spread > eps:
-                scale = spread if normalize == "std" else 1.0
-                episode[members] = (totals[members] - mean) / scale
-        else:
-            raise ValueError(f"episode_over must be 'trajectories' or 'steps', got {episode_over!r}")
-
         anchors: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
         for i in members:
             for t, key in enumerate(anchor_keys[i]):
@@ -236,9 +410,10 @@ def gigpo_advantages(
         for visits in anchors.values():
             sizes.append(len(visits))
             values = np.array([step_returns[i][t] for i, t in visits])
-            for (i, t), value in zip(
-                visits, normalized_deviation(values, normalize=normalize, ddof=ddof, eps=eps)
-            ):
+            deviations = normalized_deviation(
+                values, normalize=normalize, ddof=ddof, eps=eps, eps_mode=eps_mode
+            )
+            for (i, t), value in zip(visits, deviations):
                 step[i][t] = value
 
     advantages = [episode[i] + omega * step[i] for i in range(count)]
@@ -251,9 +426,11 @@ def mt_grpo_advantages(
     group_ids: Sequence[Hashable],
     *,
     alpha: float = 1.0,
+    mt_grpo_form: Literal["paper", "released"] = "paper",
     normalize: Normalization = "std",
     ddof: int = 0,
     eps: float = DEFAULT_EPS,
+    eps_mode: EpsMode = "cutoff",
 ) -> list[np.ndarray]:
     """MT-GRPO (Wei/Zeng et al. 2025): turn-level advantages, one per turn.
 
@@ -261,34 +438,57 @@ def mt_grpo_advantages(
     first K_i − 1 turns and ``outcome_rewards[i]`` its outcome R^O. With
     A^O_i = GRPO advantage of R^O over the group and A^I_{i,(l)} = R^I
     normalised over the group's trajectories that have an intermediate turn
-    l, turn k (1-based) gets
+    l, turn k (1-based) gets (``mt_grpo_form="paper"``, Eq. 5)
 
         A_{i,(k)} = Σ_{l=k}^{K_i−1} α^{l−k} A^I_{i,(l)} + α^{K_i−k} A^O_i
 
     so the last turn gets A^O, α = 0 keeps each turn's own advantage and
     α = 1 sums everything that follows. Every token of turn k carries A_(k).
+
+    ``mt_grpo_form="released"`` is what Multi-Turn-RL-Agent's mt_grpo_env_trainer.py
+    computes: the coefficient weights the intermediate term,
+    A_(k) = A^O + α·A^I_(k) for k < K and A^O on the last turn; A^I is
+    normalised over the whole group (a trajectory without turn k counts
+    R^I = 0 there), and a trajectory with no intermediate turn gets the GRPO
+    advantage of its summed reward R^O + Σ R^I. That code has two turns; with
+    more, each intermediate turn gets its own A^I term. Its normalisation is
+    ``ddof=1``, ``eps_mode="add"``, ``eps=1e-4`` (``reference_preset("mt_grpo")``).
+    With α = 0.5 and equal outcomes the two forms differ by a factor of 2.
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if mt_grpo_form not in ("paper", "released"):
+        raise ValueError(f"mt_grpo_form must be 'paper' or 'released', got {mt_grpo_form!r}")
+    released = mt_grpo_form == "released"
     count = len(intermediate_rewards)
     if len(group_ids) != count or len(outcome_rewards) != count:
         raise ValueError("intermediate_rewards, outcome_rewards and group_ids need one entry per trajectory")
-    outcome_adv = grpo_advantages(outcome_rewards, group_ids, normalize=normalize, ddof=ddof, eps=eps)
+    norm = {"normalize": normalize, "ddof": ddof, "eps": eps, "eps_mode": eps_mode}
+    outcome_adv = grpo_advantages(outcome_rewards, group_ids, **norm)
     intermediate = [np.asarray(r, dtype=np.float64) for r in intermediate_rewards]
     intermediate_adv = [np.zeros_like(r) for r in intermediate]
     for members in _group_indices(group_ids).values():
         longest = max((intermediate[i].shape[0] for i in members), default=0)
         for turn in range(longest):
             having = [i for i in members if intermediate[i].shape[0] > turn]
-            values = np.array([intermediate[i][turn] for i in having])
-            for i, value in zip(
-                having, normalized_deviation(values, normalize=normalize, ddof=ddof, eps=eps)
-            ):
-                intermediate_adv[i][turn] = value
+            pool = members if released else having
+            values = np.array([intermediate[i][turn] if i in having else 0.0 for i in pool])
+            for i, value in zip(pool, normalized_deviation(values, **norm)):
+                if i in having:
+                    intermediate_adv[i][turn] = value
 
+    if released:
+        summed = [float(outcome_rewards[i]) + float(intermediate[i].sum()) for i in range(count)]
+        combined_adv = grpo_advantages(summed, group_ids, **norm)
     advantages = []
     for i in range(count):
         turns = intermediate[i].shape[0] + 1
+        if released:
+            if turns == 1:
+                advantages.append(np.array([combined_adv[i]]))
+            else:
+                advantages.append(np.append(outcome_adv[i] + alpha * intermediate_adv[i], outcome_adv[i]))
+            continue
         per_turn = np.zeros(turns)
         carried = outcome_adv[i]  # Σ_{l=k}^{K-1} α^{l-k} A^I_(l) + α^{K-k} A^O, built backwards
         per_turn[turns - 1] = carried
@@ -370,19 +570,34 @@ def sweet_preference_pairs(
     scores: Sequence[float] | np.ndarray,
     group_ids: Sequence[Hashable],
     *,
+    mode: Literal["best_vs_worse", "all_pairs"] = "best_vs_worse",
     success_score: float = 1.0,
     min_margin: float = 0.0,
 ) -> list[tuple[int, int]]:
     """SWEET-RL critic pairs: (chosen, rejected) trajectory indices per task group.
 
-    Within each group the best trajectory that reached ``success_score`` is
-    paired with every trajectory whose score is lower by more than
-    ``min_margin`` (the frontend setting uses 0.1). Groups without a
-    successful trajectory give no pair.
+    - ``mode="best_vs_worse"`` (the paper; sweet_rl's backend-programming
+      script evaluate_code.py): the best trajectory of a group, which must
+      reach ``success_score``, paired with every trajectory scoring lower by
+      more than ``min_margin`` (0: strictly lower). Groups without a
+      successful trajectory give no pair.
+    - ``mode="all_pairs"`` (sweet_rl's frontend-design script
+      evaluate_html.py, with ``min_margin=0.1``): every two trajectories of a
+      group whose scores differ by at least ``min_margin``, the higher one
+      chosen; no success needed (scores [0.9, 0.5, 0.2] give (0,1) (0,2) (1,2)).
     """
+    if mode not in ("best_vs_worse", "all_pairs"):
+        raise ValueError(f"mode must be 'best_vs_worse' or 'all_pairs', got {mode!r}")
     scores = np.asarray(scores, dtype=np.float64)
     pairs: list[tuple[int, int]] = []
     for members in _group_indices(group_ids).values():
+        if mode == "all_pairs":
+            for position, first in enumerate(members):
+                for second in members[position + 1 :]:
+                    if abs(scores[first] - scores[second]) < min_margin:
+                        continue
+                    pairs.append((first, second) if scores[first] > scores[second] else (second, first))
+            continue
         winners = [i for i in members if scores[i] >= success_score]
         if not winners:
             continue
@@ -391,13 +606,44 @@ def sweet_preference_pairs(
     return pairs
 
 
-def ranked_candidate_pairs(candidate_advantages: Sequence[float] | np.ndarray) -> list[tuple[int, int]]:
-    """SWEET-RL actor pairs: candidates ranked by critic advantage, top half vs bottom half.
+def ranked_candidate_pairs(
+    candidate_advantages: Sequence[float] | np.ndarray,
+    *,
+    mode: Literal["ranked", "random_halves"] = "ranked",
+    num_pairs: int | None = None,
+    rng: random.Random | None = None,
+) -> list[tuple[int, int]]:
+    """SWEET-RL actor pairs (chosen, rejected) among one state's candidate turns.
 
-    The i-th best is paired with the i-th of the bottom half (16 candidates →
-    8 pairs; the paper keeps 4 of them); ties keep candidate order.
+    Candidates are ranked by the critic's advantage; the chosen one comes
+    from the top half, the rejected one from the bottom half.
+
+    - ``mode="ranked"``: the i-th best paired with the i-th of the bottom
+      half (16 candidates → 8 pairs); ties keep candidate order.
+      ``num_pairs`` keeps the first ones (the paper trains on 4).
+    - ``mode="random_halves"`` (sweet_rl's generate_random_pairs_from_ranks.py,
+      run with 4 pairs): each pair draws one rank from the bottom half and one
+      from the top half with ``rng.choice``, the higher-scored of the two
+      chosen. The released script seeds one ``random.Random(42)`` stream for
+      its whole dataset; pass the same generator for every state.
     """
-    order = np.argsort(-np.asarray(candidate_advantages, dtype=np.float64), kind="stable")
-    half = order.shape[0] // 2
-    top, bottom = order[:half], order[order.shape[0] - half :]
-    return [(int(a), int(b)) for a, b in zip(top, bottom)]
+    values = np.asarray(candidate_advantages, dtype=np.float64)
+    count = values.shape[0]
+    half = count // 2
+    ascending = np.argsort(values, kind="stable")
+    if mode == "ranked":
+        order = np.argsort(-values, kind="stable")
+        pairs = [(int(a), int(b)) for a, b in zip(order[:half], order[count - half :])]
+        return pairs if num_pairs is None else pairs[:num_pairs]
+    if mode != "random_halves":
+        raise ValueError(f"mode must be 'ranked' or 'random_halves', got {mode!r}")
+    if rng is None or num_pairs is None:
+        raise ValueError("mode='random_halves' needs num_pairs and a random.Random")
+    if half == 0:
+        return []
+    pairs = []
+    for _ in range(num_pairs):
+        low = int(ascending[rng.choice(range(half))])
+        high = int(ascending[rng.choice(range(half, count))])
+        pairs.append((low, high) if values[low] > values[high] else (high, low))
+    return pairs

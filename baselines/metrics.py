@@ -1,7 +1,7 @@
 """Training metrics: per-iteration JSONL records and the ``plot`` command.
 
 Each trainer appends one JSON object per iteration to ``<out>/metrics.jsonl``:
-success rate, mean score and return, the mean per-episode sum of every reward
+success rate, mean score and return, the number of crashed episodes left out, the mean per-episode sum of every reward
 component (``component/<name>``), turns, anchor-group statistics (size
 histogram, singleton share, obs-key vs state-key disagreement), the time
 split (generation / env / update seconds) and tokens per second.
@@ -27,10 +27,15 @@ from baselines.rollout import RolloutBatch, Trajectory
 
 
 def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
-    """Success, score, return, turns, component sums and the time split of one rollout batch."""
+    """Success, score, return, turns, component sums and the time split of one rollout batch.
+
+    Rates are over the episodes trained on; ``crashed_episodes`` counts the
+    ones dropped because their env crashed (``info["crashed"]``).
+    """
     trajectories = batch.trajectories
     metrics: dict[str, float] = {
         "episodes": float(len(trajectories)),
+        "crashed_episodes": float(len(batch.crashed)),
         "success": float(np.mean([t.success for t in trajectories])),
         "score": float(np.mean([t.score for t in trajectories])),
         "return": float(np.mean([t.episode_return for t in trajectories])),

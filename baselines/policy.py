@@ -128,8 +128,8 @@ class VLLMPolicy:
     """Samples with a colocated vLLM engine loaded from a local model path.
 
     The engine runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``) so
-    :meth:`sync` can hand it the trainer's weights directly through
-    ``LLM.apply_model`` and the model's own ``load_weights``.
+    :meth:`sync` can hand it the trainer's weights directly through the
+    worker's in-place ``reload_weights`` (vLLM >= 0.32).
 
     Args:
         model_path: local directory of the base model (never a hub download).
@@ -137,6 +137,10 @@ class VLLMPolicy:
             rest stays for training.
         dtype: engine dtype.
         max_model_len: prompt + response tokens.
+        eos_token_id: the id that ends a response (the tokenizer's EOS), on top
+            of the model's own stop ids; a response that stopped ends with it.
+        allowed_token_ids: restrict sampling to exactly these tokens (as
+            :class:`TransformersPolicy`; add the EOS id to let it stop early).
     """
 
     def __init__(
@@ -147,6 +151,7 @@ class VLLMPolicy:
         dtype: str = "bfloat16",
         max_model_len: int = 4096,
         eos_token_id: int | None = None,
+        allowed_token_ids: Sequence[int] | None = None,
     ) -> None:
         if not vllm_available():
             raise ImportError("VLLMPolicy needs the 'vllm' package (GPU only); use TransformersPolicy on CPU")
@@ -161,6 +166,7 @@ class VLLMPolicy:
             enable_prefix_caching=True,
         )
         self.eos_token_id = eos_token_id
+        self.allowed = sorted(set(allowed_token_ids)) if allowed_token_ids is not None else None
 
     def generate(
         self,
@@ -173,16 +179,27 @@ class VLLMPolicy:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
+        stops = [self.eos_token_id] if self.eos_token_id is not None else None
         params = [
-            SamplingParams(temperature=temperature, top_p=1.0, max_tokens=max_new_tokens, seed=seed + index)
+            SamplingParams(
+                temperature=temperature,
+                top_p=1.0,
+                max_tokens=max_new_tokens,
+                seed=seed + index,
+                stop_token_ids=stops,
+                allowed_token_ids=self.allowed,
+            )
             for index in range(len(prompts))
         ]
         outputs = self.llm.generate(
             [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False
         )
-        return [list(output.outputs[0].token_ids) for output in outputs]
+        eos_ids = set(stops or ())
+        return [_trim_response(output.outputs[0].token_ids, eos_ids, None) for output in outputs]
 
     def sync(self, model: torch.nn.Module) -> None:
+        # reload_weights re-runs the loaders' post-processing (the CPU backend repacks linear
+        # weights into plain parameters that a bare load_weights can no longer write into)
         weights = [(name, tensor.detach()) for name, tensor in model.state_dict().items()]
-        self.llm.apply_model(lambda engine_model: engine_model.load_weights(weights))
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()

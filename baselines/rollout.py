@@ -20,10 +20,18 @@ Two ways to lay out a trajectory's tokens (``context``):
 
 Time is split per call into generation (policy sampling) and environment
 (``vec.step``) seconds.
+
+An episode whose env crashed (``info["crashed"]``, the reason and traceback
+in ``info["error"]``: the vector env ends it as truncated with score 0) is
+never training data: with ``on_crash="stop"`` (the default) ``collect``
+raises :class:`EnvCrashed`; with ``"drop"`` the episode leaves the batch
+(``RolloutBatch.crashed`` keeps it for the metrics). Each distinct error is
+logged once, with its traceback.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +42,8 @@ import numpy as np
 from agentenvs.core import derive_seed
 from baselines.policy import PolicyBackend
 from baselines.prompts import HistoryEntry, PromptTemplate
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,6 +74,8 @@ class Trajectory:
     score: float = 0.0
     terminated: bool = False
     truncated: bool = False
+    crashed: bool = False
+    error: str = ""
 
     @property
     def turn_rewards(self) -> np.ndarray:
@@ -101,15 +113,24 @@ class Trajectory:
         return ids, mask, turn_of
 
 
+class EnvCrashed(RuntimeError):
+    """An env raised during a rollout collected with ``on_crash="stop"``."""
+
+
 @dataclass
 class RolloutBatch:
-    """Every trajectory of one collect call, with its cost."""
+    """Every trajectory of one collect call, with its cost.
+
+    ``trajectories`` holds the episodes to train on; ``crashed`` the episodes
+    whose env crashed, dropped from training (``on_crash="drop"``).
+    """
 
     trajectories: list[Trajectory]
     generation_s: float
     env_s: float
     generated_tokens: int
     prompt_tokens: int
+    crashed: list[Trajectory] = field(default_factory=list)
 
     @property
     def tokens_per_s(self) -> float:
@@ -172,6 +193,8 @@ class RolloutEngine:
         temperature: sampling temperature (GiGPO: 1.0 in training, 0.4 in validation).
         context: ``"window"`` or ``"full"``.
         max_prompt_tokens: window prompts longer than this keep their last tokens.
+        on_crash: ``"stop"`` raises :class:`EnvCrashed` at an env crash; ``"drop"``
+            leaves crashed episodes out of the batch's trajectories.
     """
 
     def __init__(
@@ -185,9 +208,14 @@ class RolloutEngine:
         temperature: float = 1.0,
         context: Literal["window", "full"] = "window",
         max_prompt_tokens: int | None = 4096,
+        on_crash: Literal["stop", "drop"] = "stop",
     ) -> None:
         if context not in ("window", "full"):
             raise ValueError(f"context must be 'window' or 'full', got {context!r}")
+        if on_crash not in ("stop", "drop"):
+            raise ValueError(f"on_crash must be 'stop' or 'drop', got {on_crash!r}")
+        self.on_crash = on_crash
+        self._logged_errors: set[str] = set()
         self.vec = vec
         self.policy = policy
         self.tokenizer = tokenizer
@@ -267,9 +295,30 @@ class RolloutEngine:
                     trajectory.terminated, trajectory.truncated = bool(terminated[i]), bool(truncated[i])
                     trajectory.success = bool(next_infos[i].get("success", False))
                     trajectory.score = float(next_infos[i].get("score", 0.0))
+                    if next_infos[i].get("crashed", False):
+                        self._crashed(trajectory, str(next_infos[i].get("error", "")))
             observations, infos = next_observations, next_infos
             turn += 1
-        return RolloutBatch(trajectories, generation_s, env_s, generated, prompted)
+        kept = [t for t in trajectories if not t.crashed]
+        dropped = [t for t in trajectories if t.crashed]
+        if not kept:
+            raise EnvCrashed(f"every one of the {len(dropped)} episodes crashed: nothing to train on")
+        return RolloutBatch(kept, generation_s, env_s, generated, prompted, crashed=dropped)
+
+    def _crashed(self, trajectory: Trajectory, error: str) -> None:
+        trajectory.crashed, trajectory.error = True, error
+        where = f"env of group {trajectory.group}, copy {trajectory.copy}, task {trajectory.task_id!r}"
+        if self.on_crash == "stop":
+            raise EnvCrashed(f"{where} crashed at turn {len(trajectory.turns)}:\n{error}")
+        if error not in self._logged_errors:
+            self._logged_errors.add(error)
+            logger.error(
+                "%s crashed at turn %d; its episode is dropped from training (later crashes with this "
+                "error are only counted):\n%s",
+                where,
+                len(trajectory.turns),
+                error,
+            )
 
     def _prompt(
         self,

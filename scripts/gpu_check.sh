@@ -2,6 +2,8 @@
 # Short device check: one GiGPO iteration with a randomly initialised model of a real size
 # (default Qwen2.5-1.5B's architecture) on Sokoban, 8 tasks x 8 copies, on the first GPU.
 # Prints the tokens generated per second and the generation / env / advantage / update split.
+# Samples with transformers' generate on the GPU (gpu_check.yaml: sampler transformers), so it
+# runs where vLLM is not installed; the random model lives in memory, which vLLM cannot load.
 #   scripts/gpu_check.sh [PRESET] [--set key=value ...]      PRESET: qwen2.5-0.5b | qwen2.5-1.5b | qwen2.5-7b
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,6 +3,8 @@
 # the agentenvs estimator registered as algorithm.adv_estimator=agentenvs_gigpo.
 #   scripts/verl_gigpo.sh ENV_ID MODEL_DIR [verl hydra overrides ...]
 # e.g. scripts/verl_gigpo.sh agentenvs/Sokoban-Verl-v0 /models/Qwen2.5-1.5B-Instruct trainer.n_gpus_per_node=8
+# To reproduce verl-agent's arithmetic: AGENTENVS_PRESET=reference (or +algorithm.agentenvs.preset=reference);
+# any estimator option goes the same way (+algorithm.agentenvs.eps_mode=add, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -lt 2 ]; then sed -n 2,5p "$0"; exit 2; fi

@@ -202,3 +202,78 @@ def test_allowed_vocabulary_renormalises_training_logprobs(model, tokenizer):
     expected = torch.log_softmax(logits[allowed_ids], -1)[0]
     assert restricted[0, -1].item() == pytest.approx(expected.item(), abs=1e-5)
     assert restricted[0, :-1].abs().sum().item() == 0.0
+
+
+class BreaksOnTask(gym.Wrapper):
+    """Sokoban whose step raises from the second turn on, for episodes reset with ``broken_seed``."""
+
+    def __init__(self, broken_seed: int, **kwargs):
+        super().__init__(gym.make(ENV_ID, **kwargs))
+        self.broken_seed = broken_seed
+        self.seed_used: int | None = None
+        self.turns = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.seed_used, self.turns = seed, 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.turns += 1
+        if self.seed_used == self.broken_seed and self.turns >= 2:
+            raise RuntimeError("the env broke")
+        return self.env.step(action)
+
+
+def _crashing_engine(model, tokenizer, on_crash):
+    kwargs = {**ENV_KWARGS, "max_turns": 6}
+    vec = GroupedVectorEnv(BreaksOnTask, num_groups=2, group_size=3, env_kwargs={"broken_seed": 8, **kwargs})
+    template = PromptTemplate(ENV_ID, style="compact")
+    policy = TransformersPolicy(model, tokenizer, allowed_token_ids=[tokenizer.convert_tokens_to_ids("up")])
+    return vec, RolloutEngine(vec, policy, tokenizer, template, max_new_tokens=1, on_crash=on_crash)
+
+
+def test_crashed_episodes_are_dropped_counted_and_logged_once(model, tokenizer, caplog):
+    from baselines.metrics import rollout_metrics
+
+    vec, engine = _crashing_engine(model, tokenizer, "drop")
+    with vec, caplog.at_level("ERROR", logger="baselines.rollout"):
+        batch = engine.collect(seed=7)  # group 0 plays seed 7, group 1 seed 8 (broken)
+    assert [t.group for t in batch.trajectories] == [0, 0, 0]
+    assert [(t.group, t.copy) for t in batch.crashed] == [(1, 0), (1, 1), (1, 2)]
+    assert all(t.crashed and "the env broke" in t.error and "Traceback" in t.error for t in batch.crashed)
+    assert not any(t.crashed for t in batch.trajectories)
+    metrics = rollout_metrics(batch)
+    assert metrics["crashed_episodes"] == 3.0 and metrics["episodes"] == 3.0
+    logged = [r for r in caplog.records if "crashed" in r.getMessage()]
+    assert len(logged) == 1 and "the env broke" in logged[0].getMessage()
+
+
+def test_a_crash_stops_the_rollout_by_default(model, tokenizer):
+    from baselines.rollout import EnvCrashed
+    from baselines.trainers.common import TrainConfig, make_engine
+
+    vec, engine = _crashing_engine(model, tokenizer, "stop")
+    assert engine.on_crash == "stop" == TrainConfig().on_crash
+    with vec, pytest.raises(EnvCrashed, match="the env broke"):
+        engine.collect(seed=7)
+    dropping = make_engine(TrainConfig(on_crash="drop"), vec, engine.policy, tokenizer, engine.template)
+    assert dropping.on_crash == "drop"
+
+
+def test_make_sampler_hands_the_stop_id_and_the_action_vocabulary_to_vllm(model, tokenizer, monkeypatch):
+    from baselines.trainers import common
+
+    made = {}
+
+    class Recorder:
+        def __init__(self, model_path, **kwargs):
+            made.update(kwargs, model_path=model_path)
+
+    monkeypatch.setattr(common, "VLLMPolicy", Recorder)
+    config = common.TrainConfig(
+        sampler="vllm", model="/models/tiny", constrain_to_actions=True, action_words=ACTIONS
+    )
+    common.make_sampler(config, model, tokenizer)
+    assert made["model_path"] == "/models/tiny"
+    assert made["eos_token_id"] == tokenizer.eos_token_id
+    assert made["allowed_token_ids"] == sorted(tokenizer.convert_tokens_to_ids(w) for w in ACTIONS)

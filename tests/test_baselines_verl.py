@@ -62,6 +62,63 @@ def test_gigpo_on_verl_tensors_matches_the_numpy_estimator():
         gigpo(torch.zeros(2, 7), MASK, index=np.array(["u", "u"]), config=None, non_tensor_batch=None)
 
 
+def test_every_option_comes_from_the_hydra_config_block():
+    from omegaconf import OmegaConf
+
+    from baselines.advantages import reference_preset
+
+    gigpo = make_estimators(omega=0.5)["agentenvs_gigpo"]
+    config = OmegaConf.create(
+        {"norm_adv_by_std_in_grpo": True, "gamma": 0.9, "agentenvs": {"preset": "reference", "omega": 2.0}}
+    )
+    advantages, _ = gigpo(
+        torch.zeros(2, 7), MASK, index=np.array(["u", "u"]), config=config, non_tensor_batch=_batch()
+    )
+    # verl-agent's arithmetic: episode statistics over the 5 turns (step rows), torch.std, std + 1e-6
+    expected = gigpo_advantages(
+        [[0.0, 1.0], [0.0, 0.0, -0.5]],
+        [["s0", "s1"], ["s0", "s1", "s1"]],
+        ["u", "u"],
+        gamma=0.9,
+        omega=2.0,
+        **reference_preset("gigpo"),
+    )
+    np.testing.assert_allclose(
+        advantages[0, [0, 1, 4]].numpy(), np.repeat(expected.advantages[0], [2, 1]), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        advantages[1, [0, 3, 4, 6]].numpy(), np.repeat(expected.advantages[1], [1, 2, 1]), rtol=1e-6
+    )
+    paper, _ = gigpo(
+        torch.zeros(2, 7), MASK, index=np.array(["u", "u"]), config=None, non_tensor_batch=_batch()
+    )
+    assert not torch.allclose(paper, advantages)
+    # single options too, and verl's own switch for the std
+    mt_grpo = make_estimators()["agentenvs_mt_grpo"]
+    options = {"norm_adv_by_std_in_grpo": False, "agentenvs": {"mt_grpo_form": "released", "alpha": 0.5}}
+    released, _ = mt_grpo(
+        torch.zeros(2, 7),
+        MASK,
+        index=np.array(["u", "u"]),
+        config=OmegaConf.create(options),
+        non_tensor_batch=_batch(),
+    )
+    by_hand = mt_grpo_advantages(
+        [[0.0], [0.0, 0.0]], [1.0, -0.5], ["u", "u"], alpha=0.5, mt_grpo_form="released", normalize="none"
+    )
+    np.testing.assert_allclose(released[0, [0, 1, 4]].numpy(), np.repeat(by_hand[0], [2, 1]), rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown agentenvs settings"):
+        gigpo(
+            torch.zeros(2, 7),
+            MASK,
+            index=np.array(["u", "u"]),
+            config=OmegaConf.create({"agentenvs": {"omgea": 1}}),
+            non_tensor_batch=_batch(),
+        )
+    with pytest.raises(ValueError, match="unknown settings"):
+        make_estimators(episode="steps")
+
+
 def test_grpo_and_mt_grpo_read_turn_rewards_from_token_rewards_without_extra_fields():
     rewards = torch.zeros(2, 7)
     rewards[0, 4] = 1.0  # τ0's second turn
@@ -127,14 +184,19 @@ def test_install_registers_estimators_and_agent_loop_with_verl():
     for name in ESTIMATOR_NAMES:
         assert core_algos.get_adv_estimator_fn(name) is not None
     assert "agentenvs" in _agent_loop_registry
-    # our GRPO with ddof=1 equals verl's own GRPO (torch.std is the sample std)
+    # the reference preset of verl's code equals verl's own GRPO and RLOO, the singleton group included
     rewards = torch.zeros(4, 3)
     rewards[:, -1] = torch.tensor([1.0, 0.0, 0.0, 2.0])
     mask = torch.ones(4, 3)
     index = np.array(["a", "a", "a", "b"])
-    verl_adv, _ = core_algos.compute_grpo_outcome_advantage(rewards, mask, index)
-    ours, _ = baselines.verl.install(ddof=1)["agentenvs_grpo"](rewards, mask, index=index)
-    np.testing.assert_allclose(ours[:3].numpy(), verl_adv[:3].numpy(), atol=1e-4)
+    installed = baselines.verl.install(preset="reference", reference_code="verl")
+    for ours_name, theirs in (
+        ("agentenvs_grpo", core_algos.compute_grpo_outcome_advantage),
+        ("agentenvs_rloo", core_algos.compute_rloo_outcome_advantage),
+    ):
+        verl_adv, _ = theirs(rewards.clone(), mask, index)
+        ours, _ = installed[ours_name](rewards, mask, index=index)
+        np.testing.assert_allclose(ours.numpy(), verl_adv.numpy(), atol=1e-5)
     # the wrapped compute_advantage hands non_tensor_batch to agentenvs estimators (latest install's settings)
     from verl import DataProto
 

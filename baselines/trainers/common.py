@@ -64,6 +64,9 @@ class TrainConfig:
     max_new_tokens: int = 512
     max_prompt_tokens: int = 4096
     temperature: float = 1.0
+    # an env crash stops the run ("stop") or its episode leaves the batch ("drop", counted
+    # as crashed_episodes in the metrics); never trained on as an ordinary failure
+    on_crash: Literal["stop", "drop"] = "stop"
     # optimisation (actor)
     iterations: int = 150
     lr: float = 1e-6
@@ -76,16 +79,24 @@ class TrainConfig:
     minibatch_size: int = 256  # sequences per optimizer step
     micro_batch_size: int = 8  # sequences per forward pass
     grad_clip: float = 1.0
-    # critic-free estimators
+    # critic-free estimators (baselines.advantages documents every option)
     estimator: Literal["gigpo", "grpo", "rloo", "mt_grpo", "grpo_or"] = "gigpo"
+    # "paper": the options below; "reference": the released code's arithmetic
+    # (baselines.advantages.reference_preset) over them, for reproduction
+    preset: Literal["paper", "reference"] = "paper"
+    reference_code: str = ""  # a key of advantages.REFERENCE_PRESETS; empty: the estimator's usual one
     gamma: float = 0.95
     omega: float = 1.0
     normalize: Literal["std", "none"] = "std"
     ddof: int = 0
+    eps: float = 1e-6
+    eps_mode: Literal["cutoff", "add"] = "cutoff"
+    singleton: Literal["zero", "keep"] = "zero"
     anchor: Literal["obs", "state", "similarity"] = "obs"
     similarity_threshold: float = 0.95
     episode_over: Literal["trajectories", "steps"] = "trajectories"
     alpha: float = 1.0
+    mt_grpo_form: Literal["paper", "released"] = "paper"
     # actor-critic (PPO / MT-PPO)
     reward_placement: Literal["turn", "outcome", "summed"] = "turn"
     critic_lr: float = 1e-5
@@ -103,6 +114,8 @@ class TrainConfig:
     sweet_nll_coef: float = 0.01
     sweet_min_margin: float = 0.0
     sweet_success_score: float = 1.0
+    sweet_pair_mode: Literal["best_vs_worse", "all_pairs"] = "best_vs_worse"
+    sweet_actor_pair_mode: Literal["ranked", "random_halves"] = "ranked"
     # bookkeeping
     seed: int = 0
     task_seed_offset: int = 0
@@ -293,14 +306,16 @@ def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def make_sampler(config: TrainConfig, model: Any, tokenizer: Any) -> PolicyBackend:
+    allowed = sampling_vocabulary(config, tokenizer)
+    allowed_ids = allowed.nonzero().squeeze(-1).tolist() if allowed is not None else None
     if config.sampler == "vllm":
         return VLLMPolicy(
             config.model,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             max_model_len=config.max_prompt_tokens + config.max_new_tokens,
+            eos_token_id=tokenizer.eos_token_id,
+            allowed_token_ids=allowed_ids,
         )
-    allowed = sampling_vocabulary(config, tokenizer)
-    allowed_ids = allowed.nonzero().squeeze(-1).tolist() if allowed is not None else None
     return TransformersPolicy(
         model, tokenizer, allowed_token_ids=allowed_ids, batch_size=max(config.micro_batch_size, 64)
     )
@@ -331,6 +346,7 @@ def make_engine(
         temperature=config.temperature,
         context=config.context,
         max_prompt_tokens=config.max_prompt_tokens,
+        on_crash=config.on_crash,
     )
 
 

@@ -18,7 +18,11 @@ One iteration:
    ===========  ==========================================================
 
    (the last turn's reward is the outcome reward R^O, earlier turns'
-   rewards are the intermediate rewards R^I);
+   rewards are the intermediate rewards R^I); ``preset: paper`` computes
+   the papers' formulas with the config's options (``ddof``, ``eps_mode``,
+   ``singleton``, ``episode_over``, ``mt_grpo_form``...), ``preset:
+   reference`` the released code's arithmetic
+   (``baselines.advantages.reference_preset``);
 3. PPO-clip epochs (token-mean, low-variance KL to the frozen initial
    policy, entropy bonus, gradient clipping; ``common.ppo_update``);
 4. one JSONL metrics record (``baselines.metrics``) and, every
@@ -32,6 +36,7 @@ Run::
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +46,7 @@ import torch
 
 from agentenvs.core import derive_seed
 from baselines.advantages import (
+    estimator_options,
     gigpo_advantages,
     grpo_advantages,
     mt_grpo_advantages,
@@ -70,26 +76,25 @@ from baselines.trainers.common import (
 def turn_advantages(
     config: TrainConfig, trajectories: Sequence[Trajectory]
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
-    """One advantage per turn of every trajectory, from ``config.estimator``."""
+    """One advantage per turn of every trajectory, from ``config.estimator`` and its preset."""
     groups = [t.group for t in trajectories]
     turn_counts = [len(t.turns) for t in trajectories]
-    norm = {"normalize": config.normalize, "ddof": config.ddof}
     estimator = config.estimator
+    options = estimator_options(
+        estimator, dataclasses.asdict(config), preset=config.preset, code=config.reference_code
+    )
     if estimator in ("grpo", "grpo_or", "rloo"):
         if estimator == "grpo_or":
             returns = np.array([t.turn_rewards[-1] for t in trajectories])
         else:
             returns = np.array([t.episode_return for t in trajectories])
-        episode = (
-            rloo_advantages(returns, groups)
-            if estimator == "rloo"
-            else grpo_advantages(returns, groups, **norm)
-        )
+        function = rloo_advantages if estimator == "rloo" else grpo_advantages
+        episode = function(returns, groups, step_counts=turn_counts, **options)
         return [np.full(n, a) for n, a in zip(turn_counts, episode)], {}
     if estimator == "mt_grpo":
         intermediate = [t.turn_rewards[:-1] for t in trajectories]
         outcome = [t.turn_rewards[-1] for t in trajectories]
-        return mt_grpo_advantages(intermediate, outcome, groups, alpha=config.alpha, **norm), {}
+        return mt_grpo_advantages(intermediate, outcome, groups, alpha=config.alpha, **options), {}
     if estimator == "gigpo":
         if config.anchor == "similarity":
             keys: list[list[Any]] = similarity_anchor_keys(
@@ -106,8 +111,7 @@ def turn_advantages(
             groups,
             gamma=config.gamma,
             omega=config.omega,
-            episode_over=config.episode_over,
-            **norm,
+            **options,
         )
         return result.advantages, {"gigpo/singleton_share": result.singleton_share}
     raise ValueError(f"unknown estimator {estimator!r}")

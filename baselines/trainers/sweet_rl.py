@@ -12,11 +12,13 @@ One iteration:
 1. roll out G groups × N copies (``context: window``; every turn keeps the
    prompt text it was sampled from);
 2. critic: pairs (best fully successful trajectory, each strictly worse one)
-   of each task group; Bradley–Terry loss
+   of each task group (``sweet_pair_mode``; ``all_pairs`` is the frontend
+   setting: every two trajectories ≥ ``sweet_min_margin`` apart); Bradley–Terry loss
    −log σ(β Σ_t A_θ(τ⁺) − β Σ_t A_θ(τ⁻)), β = 0.1;
 3. actor: for ``sweet_prefixes`` turn prefixes, sample ``sweet_candidates``
    candidate turns from the actor, rank them by the critic's advantage, pair
-   the top half against the bottom half (``sweet_pairs_per_prefix`` pairs),
+   the top half against the bottom half (``sweet_pairs_per_prefix`` pairs,
+   ``sweet_actor_pair_mode``: fixed ranks or the released random draws),
    and take a DPO step (β = 0.1) with an NLL term (0.01) on the chosen turns;
    the actor's prompts never contain c;
 4. metrics record; checkpoint of actor, critic and both optimizers.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -41,7 +44,7 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_rng, derive_seed
-from baselines.advantages import ranked_candidate_pairs, sweet_preference_pairs
+from baselines.advantages import ranked_candidate_pairs, reference_preset, sweet_preference_pairs
 from baselines.losses import bradley_terry_loss, dpo_loss, sweet_turn_advantage
 from baselines.metrics import MetricsWriter, rollout_metrics
 from baselines.rollout import PromptEncoder, Trajectory, Turn
@@ -149,6 +152,27 @@ def critic_step(
     }
 
 
+def pair_options(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Options of the critic pairs and the actor pairs: the config's, or the released script's.
+
+    With ``preset: reference`` the pairs follow sweet_rl's scripts
+    (``reference_code`` ``sweet-rl-backend``, the default, or ``sweet-rl-frontend``);
+    the released actor pairs come from one seeded random stream over the
+    whole dataset, here one stream per iteration seeded from the run's seed.
+    """
+    critic = {
+        "mode": config.sweet_pair_mode,
+        "success_score": config.sweet_success_score,
+        "min_margin": config.sweet_min_margin,
+    }
+    actor = {"mode": config.sweet_actor_pair_mode, "num_pairs": config.sweet_pairs_per_prefix}
+    if config.preset == "reference":
+        code = config.reference_code or None
+        critic.update(reference_preset("sweet_critic", code))
+        actor.update(reference_preset("sweet_actor", code))
+    return critic, actor
+
+
 def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
     """Run SWEET-RL for ``config.iterations`` iterations; the metrics records."""
     if config.context != "window":
@@ -174,6 +198,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
     engine = make_engine(config, vec, sampler, tokenizer, template)
     encoder = PromptEncoder(tokenizer)
     pad_id = tokenizer.pad_token_id
+    critic_pair_options, actor_pair_options = pair_options(config)
     records = []
     try:
         for iteration in range(start, config.iterations):
@@ -186,10 +211,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
 
             # ---- critic: Bradley–Terry on (preferred, rejected) trajectories of one task
             pairs = sweet_preference_pairs(
-                [t.score for t in trajectories],
-                [t.group for t in trajectories],
-                success_score=config.sweet_success_score,
-                min_margin=config.sweet_min_margin,
+                [t.score for t in trajectories], [t.group for t in trajectories], **critic_pair_options
             )
             critic_stats = {
                 "critic/pairs": float(len(pairs)),
@@ -219,6 +241,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
                 seed=derive_seed("sweet-candidates", config.seed, iteration) >> 1,
             )
             prefix_of = [t for t in chosen_prefixes for _ in range(config.sweet_candidates)]
+            pair_rng = random.Random(derive_seed("sweet-actor-pairs", config.seed, iteration))
             with torch.no_grad():
                 scores = (
                     turn_advantages(critic, reference, encoder, prefix_of, candidates, config, pad_id)
@@ -228,7 +251,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
             preferred: list[tuple[Turn, list[int], list[int]]] = []
             for p, turn in enumerate(chosen_prefixes):
                 block = slice(p * config.sweet_candidates, (p + 1) * config.sweet_candidates)
-                ranked = ranked_candidate_pairs(scores[block])[: config.sweet_pairs_per_prefix]
+                ranked = ranked_candidate_pairs(scores[block], rng=pair_rng, **actor_pair_options)
                 for a, b in ranked:
                     good, bad = candidates[block][a], candidates[block][b]
                     if good != bad and good and bad:

@@ -7,6 +7,7 @@ verl; :func:`install` does::
 
     import baselines.verl
     baselines.verl.install(omega=1.0, anchor="state")   # before verl's trainer starts
+    baselines.verl.install(preset="reference")          # verl-agent's arithmetic, for reproduction
 
 then run verl with ``algorithm.adv_estimator=agentenvs_gigpo`` (or
 ``agentenvs_grpo``, ``agentenvs_rloo``, ``agentenvs_mt_grpo``),
@@ -27,9 +28,7 @@ def verl_available() -> bool:
     return importlib.util.find_spec("verl") is not None
 
 
-def install(
-    *, omega: float = 1.0, anchor: str = "state", alpha: float = 1.0, ddof: int = 0
-) -> dict[str, Any]:
+def install(**settings: Any) -> dict[str, Any]:
     """Register the estimators and the agent loop with verl; the registered estimator functions.
 
     verl hands ``non_tensor_batch`` (where the agent loop leaves per-turn
@@ -37,6 +36,10 @@ def install(
     wraps ``verl.trainer.ppo.ray_trainer.compute_advantage`` to call the
     agentenvs estimators with it; every other estimator goes through verl's
     own code unchanged. Idempotent for the same settings.
+
+    ``settings`` go to :func:`baselines.verl.estimators.make_estimators`
+    (``omega``, ``anchor``, ``alpha``, ``preset``, ``reference_code`` and every
+    estimator option); verl's ``algorithm.agentenvs`` block overrides them per call.
     """
     if not verl_available():
         raise ImportError("baselines.verl.install needs the 'verl' package (pip install verl)")
@@ -45,7 +48,7 @@ def install(
     from baselines.verl import agent_loop  # noqa: F401  (registers the "agentenvs" agent loop)
     from baselines.verl.estimators import make_estimators
 
-    estimators = make_estimators(omega=omega, anchor=anchor, alpha=alpha, ddof=ddof)
+    estimators = make_estimators(**settings)
     for name, function in estimators.items():
         core_algos.ADV_ESTIMATOR_REGISTRY[name] = function
 

@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.advantages import gigpo_advantages, grpo_advantages, mt_grpo_advantages, rloo_advantages
+from baselines.advantages import (
+    ESTIMATOR_OPTIONS,
+    estimator_options,
+    gigpo_advantages,
+    grpo_advantages,
+    mt_grpo_advantages,
+    rloo_advantages,
+)
 
 
 def turn_spans(mask_row: np.ndarray) -> list[tuple[int, int]]:
@@ -66,44 +73,91 @@ def _prepare(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, non
     return spans, turn_rewards
 
 
-def _normalization(config: Any) -> str:
-    return "std" if config is None or config.get("norm_adv_by_std_in_grpo", True) else "none"
+# What make_estimators' settings default to (every option of baselines.advantages.ESTIMATOR_OPTIONS
+# is accepted too; unset options keep the estimator function's default, the paper's form).
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "omega": 1.0,
+    "anchor": "state",
+    "alpha": 1.0,
+    "gamma": None,
+    "preset": "paper",
+    "reference_code": "",
+}
+SETTING_NAMES = frozenset(DEFAULT_SETTINGS) | {n for names in ESTIMATOR_OPTIONS.values() for n in names}
 
 
-def make_estimators(
-    *, omega: float = 1.0, anchor: str = "state", alpha: float = 1.0, ddof: int = 0
-) -> dict[str, Any]:
-    """verl estimator functions by registry name, with GiGPO's ω/anchor and MT-GRPO's α bound."""
+def resolve_settings(settings: dict[str, Any], config: Any) -> dict[str, Any]:
+    """The settings of one estimator call: defaults, then verl's algorithm config, then ``settings``,
+    then the config's ``agentenvs`` block (``+algorithm.agentenvs.preset=reference`` on the command line)."""
+    merged = dict(DEFAULT_SETTINGS)
+    if config is not None:
+        merged["normalize"] = "std" if config.get("norm_adv_by_std_in_grpo", True) else "none"
+        merged["gamma"] = config.get("gamma", None)
+    merged.update(settings)
+    block = config.get("agentenvs", None) if config is not None else None
+    if block:
+        block = dict(block)
+        unknown = sorted(set(block) - SETTING_NAMES)
+        if unknown:
+            raise ValueError(f"unknown agentenvs settings {unknown}; known: {sorted(SETTING_NAMES)}")
+        merged.update(block)
+    if merged["gamma"] is None:
+        merged["gamma"] = 0.95
+    return merged
 
-    def grpo(token_level_rewards, response_mask, index=None, config=None, non_tensor_batch=None, **_: Any):
-        spans, turn_rewards = _prepare(token_level_rewards, response_mask, non_tensor_batch)
-        episode = grpo_advantages(
-            [r.sum() for r in turn_rewards], list(index), normalize=_normalization(config), ddof=ddof
+
+def make_estimators(**settings: Any) -> dict[str, Any]:
+    """verl estimator functions by registry name.
+
+    ``settings``: GiGPO's ``omega``/``anchor``/``gamma``, MT-GRPO's ``alpha``,
+    ``preset`` (``"paper"`` or ``"reference"``: the released code's
+    arithmetic, see :func:`baselines.advantages.reference_preset`),
+    ``reference_code``, and any estimator option (``ddof``, ``eps``,
+    ``eps_mode``, ``singleton``, ``episode_over``, ``mt_grpo_form``,
+    ``normalize``). Every call also reads verl's algorithm config
+    (:func:`resolve_settings`), so each of them can be set from Hydra.
+    """
+    unknown = sorted(set(settings) - SETTING_NAMES)
+    if unknown:
+        raise ValueError(f"unknown settings {unknown}; known: {sorted(SETTING_NAMES)}")
+
+    def options(name: str, config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        merged = resolve_settings(settings, config)
+        return merged, estimator_options(
+            name, merged, preset=merged["preset"], code=merged["reference_code"] or None
         )
-        advantages = _spread([np.full(len(s), a) for s, a in zip(spans, episode)], spans, token_level_rewards)
-        return advantages, advantages
 
-    def rloo(token_level_rewards, response_mask, index=None, config=None, non_tensor_batch=None, **_: Any):
-        spans, turn_rewards = _prepare(token_level_rewards, response_mask, non_tensor_batch)
-        episode = rloo_advantages([r.sum() for r in turn_rewards], list(index))
-        advantages = _spread([np.full(len(s), a) for s, a in zip(spans, episode)], spans, token_level_rewards)
-        return advantages, advantages
+    def episode_level(name: str, function: Any) -> Any:
+        def estimator(
+            token_level_rewards, response_mask, index=None, config=None, non_tensor_batch=None, **_: Any
+        ):
+            spans, turn_rewards = _prepare(token_level_rewards, response_mask, non_tensor_batch)
+            _, chosen = options(name, config)
+            episode = function(
+                [r.sum() for r in turn_rewards], list(index), step_counts=[len(s) for s in spans], **chosen
+            )
+            per_turn = [np.full(len(s), a) for s, a in zip(spans, episode)]
+            advantages = _spread(per_turn, spans, token_level_rewards)
+            return advantages, advantages
+
+        return estimator
 
     def mt_grpo(token_level_rewards, response_mask, index=None, config=None, non_tensor_batch=None, **_: Any):
         spans, turn_rewards = _prepare(token_level_rewards, response_mask, non_tensor_batch)
+        merged, chosen = options("mt_grpo", config)
         per_turn = mt_grpo_advantages(
             [r[:-1] for r in turn_rewards],
             [r[-1] if r.size else 0.0 for r in turn_rewards],
             list(index),
-            alpha=alpha,
-            normalize=_normalization(config),
-            ddof=ddof,
+            alpha=float(merged["alpha"]),
+            **chosen,
         )
         advantages = _spread(per_turn, spans, token_level_rewards)
         return advantages, advantages
 
     def gigpo(token_level_rewards, response_mask, index=None, config=None, non_tensor_batch=None, **_: Any):
-        key_field = f"agentenvs_{anchor}_keys"
+        merged, chosen = options("gigpo", config)
+        key_field = f"agentenvs_{merged['anchor']}_keys"
         if non_tensor_batch is None or key_field not in non_tensor_batch:
             raise ValueError(
                 f"GiGPO needs per-turn anchor keys in non_tensor_batch[{key_field!r}]: use the agentenvs agent loop "
@@ -111,22 +165,20 @@ def make_estimators(
             )
         spans, turn_rewards = _prepare(token_level_rewards, response_mask, non_tensor_batch)
         keys = [list(k) for k in non_tensor_batch[key_field]]
-        gamma = float(config.get("gamma", 0.95)) if config is not None else 0.95
         result = gigpo_advantages(
             turn_rewards,
             keys,
             list(index),
-            gamma=gamma,
-            omega=omega,
-            normalize=_normalization(config),
-            ddof=ddof,
+            gamma=float(merged["gamma"]),
+            omega=float(merged["omega"]),
+            **chosen,
         )
         advantages = _spread(result.advantages, spans, token_level_rewards)
         return advantages, advantages
 
     return {
-        "agentenvs_grpo": grpo,
-        "agentenvs_rloo": rloo,
+        "agentenvs_grpo": episode_level("grpo", grpo_advantages),
+        "agentenvs_rloo": episode_level("rloo", rloo_advantages),
         "agentenvs_mt_grpo": mt_grpo,
         "agentenvs_gigpo": gigpo,
     }

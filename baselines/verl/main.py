@@ -1,12 +1,17 @@
 """verl's PPO entry point with the agentenvs estimators and agent loop installed in its task runner.
 
 verl trains inside a Ray actor (its task runner), so the registration must
-happen there, not only in the launching process. GiGPO's settings come from
-the environment: ``AGENTENVS_OMEGA`` (1.0), ``AGENTENVS_ANCHOR`` (``state`` or
-``obs``), ``AGENTENVS_ALPHA`` (MT-GRPO, 1.0). Every other argument is verl's
-own Hydra override, e.g.::
+happen there, not only in the launching process. The estimators' settings
+come from verl's Hydra config, block ``algorithm.agentenvs`` (any setting of
+:func:`baselines.verl.estimators.make_estimators`, read at every advantage
+computation from the ``config`` verl passes), over the environment's
+``AGENTENVS_OMEGA`` (1.0), ``AGENTENVS_ANCHOR`` (``state`` or ``obs``),
+``AGENTENVS_ALPHA`` (MT-GRPO, 1.0) and ``AGENTENVS_PRESET`` (``paper``, or
+``reference`` for the released code's arithmetic). Every other argument is
+verl's own Hydra override, e.g.::
 
     python -m baselines.verl.main algorithm.adv_estimator=agentenvs_gigpo algorithm.gamma=0.95 \\
+        +algorithm.agentenvs.preset=reference +algorithm.agentenvs.omega=1.0 \\
         actor_rollout_ref.rollout.agent.default_agent_loop=agentenvs data.train_files=... ...
 """
 
@@ -16,14 +21,19 @@ import os
 from typing import Any
 
 
+def environment_settings() -> dict[str, Any]:
+    return {
+        "omega": float(os.environ.get("AGENTENVS_OMEGA", "1.0")),
+        "anchor": os.environ.get("AGENTENVS_ANCHOR", "state"),
+        "alpha": float(os.environ.get("AGENTENVS_ALPHA", "1.0")),
+        "preset": os.environ.get("AGENTENVS_PRESET", "paper"),
+    }
+
+
 def install_from_environment() -> dict[str, Any]:
     from baselines.verl import install
 
-    return install(
-        omega=float(os.environ.get("AGENTENVS_OMEGA", "1.0")),
-        anchor=os.environ.get("AGENTENVS_ANCHOR", "state"),
-        alpha=float(os.environ.get("AGENTENVS_ALPHA", "1.0")),
-    )
+    return install(**environment_settings())
 
 
 def main() -> None:
