@@ -55,6 +55,30 @@ def test_renders_of_the_same_page_are_identical_across_browsers():
     assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(np.asarray(a), np.asarray(c))
 
 
+def test_renderers_work_from_any_thread_and_leave_its_event_loop_free():
+    import asyncio
+
+    page = render_page({**DEFAULT_DESIGN, "business": 1})
+    renders: dict[str, Image.Image] = {}
+
+    def render_in_thread(name: str) -> None:
+        renderer = PageRenderer()
+        try:
+            renders[name] = renderer.render(page)
+            # the caller's thread holds no Playwright loop: a fresh asyncio loop still runs here
+            renders[name + "-loop"] = asyncio.run(asyncio.sleep(0, result=True))
+        finally:
+            renderer.close()
+
+    threads = [threading.Thread(target=render_in_thread, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert renders["a-loop"] is True and renders["b-loop"] is True
+    assert np.array_equal(np.asarray(renders["a"]), np.asarray(renders["b"]))
+
+
 def test_every_request_outside_the_page_is_blocked():
     hits = []
 

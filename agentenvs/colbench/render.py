@@ -2,8 +2,9 @@
 
 :class:`PageRenderer` renders in one headless Chromium (Debian's
 ``chromium`` driven by Playwright, no browser download) that the whole
-process shares, launched on first use and reused for every render; each
-renderer keeps its own page. Each page is loaded with ``set_content``; every
+process shares, launched on first use and reused for every render, and
+driven from one thread of its own (renderers may be called from any thread);
+each renderer keeps its own page. Each page is loaded with ``set_content``; every
 request it makes (stylesheets, images, fonts, anything outside the page) is
 aborted, and JavaScript is off, so a render depends on the HTML alone and
 nothing leaves the machine. The viewport is fixed at 800×600 CSS pixels at
@@ -26,7 +27,11 @@ from __future__ import annotations
 
 import atexit
 import io
+import queue
 import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -59,37 +64,80 @@ def html_of(answer: str) -> str | None:
     return None
 
 
-_shared: dict[str, Any] = {"playwright": None, "browsers": {}}
+class _BrowserThread:
+    """The one thread that drives Playwright and the process's browsers.
 
-
-def shared_browser(executable: str) -> Any:
-    """The process's one Chromium for ``executable``, launched on first use.
-
-    Playwright's sync API allows one instance per thread, so every renderer of
-    the process shares it (each with its own context and page); it is stopped
-    at exit.
+    Playwright's sync API binds to the thread that started it and refuses to
+    start in a thread already running an event loop, so every browser call of
+    the process runs here: renderers work from any caller thread, and the
+    caller's own threads stay free for other asyncio or Playwright users.
     """
-    if _shared["playwright"] is None:
-        from playwright.sync_api import sync_playwright
 
-        _shared["playwright"] = sync_playwright().start()
-        atexit.register(stop_browsers)
-    browsers = _shared["browsers"]
-    if executable not in browsers or not browsers[executable].is_connected():
-        browsers[executable] = _shared["playwright"].chromium.launch(
-            executable_path=executable, args=list(CHROMIUM_ARGS)
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = (
+            queue.SimpleQueue()
         )
-    return browsers[executable]
+        self._playwright: Any = None
+        self._browsers: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._serve, name="agentenvs-chromium", daemon=True)
+        self._thread.start()
+
+    def call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run ``function(*args)`` on the browser thread; its exception is raised here."""
+        future: Future[Any] = Future()
+        self._jobs.put((future, function, args))
+        return future.result()
+
+    def browser(self, executable: str) -> Any:
+        """The process's one Chromium for ``executable``, launched on first use (browser thread only)."""
+        if self._playwright is None:
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+        browser = self._browsers.get(executable)
+        if browser is None or not browser.is_connected():
+            browser = self._browsers[executable] = self._playwright.chromium.launch(
+                executable_path=executable, args=list(CHROMIUM_ARGS)
+            )
+        return browser
+
+    def stop(self) -> None:
+        """Close the browsers and Playwright, then end the thread."""
+        if self._thread.is_alive():
+            self.call(self._close_all)
+            self._jobs.put(None)
+            self._thread.join(timeout=10)
+
+    def _close_all(self) -> None:
+        for browser in self._browsers.values():
+            browser.close()
+        self._browsers = {}
+        if self._playwright is not None:
+            self._playwright.stop()
+            self._playwright = None
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, function, args = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(function(*args))
+                except BaseException as exc:  # handed to the caller, raised there
+                    future.set_exception(exc)
 
 
-def stop_browsers() -> None:
-    """Close the shared browsers and Playwright."""
-    for browser in _shared["browsers"].values():
-        browser.close()
-    _shared["browsers"] = {}
-    if _shared["playwright"] is not None:
-        _shared["playwright"].stop()
-        _shared["playwright"] = None
+_browser_thread: _BrowserThread | None = None
+_browser_thread_lock = threading.Lock()
+
+
+def browser_thread() -> _BrowserThread:
+    """The process's browser thread, started on first use and stopped at exit."""
+    global _browser_thread
+    with _browser_thread_lock:
+        if _browser_thread is None:
+            _browser_thread = _BrowserThread()
+            atexit.register(_browser_thread.stop)
+        return _browser_thread
 
 
 class PageRenderer:
@@ -118,7 +166,7 @@ class PageRenderer:
         return None if self._page is None else self._page.context.browser
 
     def _open(self) -> Any:
-        context = shared_browser(self.executable).new_context(
+        context = browser_thread().browser(self.executable).new_context(
             viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False
         )
         context.route("**/*", self._block)
@@ -131,6 +179,9 @@ class PageRenderer:
 
     def render_png(self, html: str) -> bytes:
         """The full-page screenshot of ``html`` as PNG (800 px wide, at most ``max_height`` tall)."""
+        return browser_thread().call(self._render_png, html)
+
+    def _render_png(self, html: str) -> bytes:
         page = self._page if self._page is not None else self._open()
         page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
         png = page.screenshot(
@@ -150,7 +201,7 @@ class PageRenderer:
     def close(self) -> None:
         """Close this renderer's page and context (the shared browser stays up)."""
         if self._page is not None:
-            self._page.context.close()
+            browser_thread().call(self._page.context.close)
         self._page = None
 
 
