@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,19 +19,6 @@ from agentenvs.colbench.protocol import ANSWER_MARKER, DialogueProtocol, extract
 from agentenvs.core.env import AgentEnv, StepOutcome
 from agentenvs.core.keys import stable_digest
 from agentenvs.core.tasks import TaskSource
-
-
-@dataclass(frozen=True)
-class DialogueSnapshot:
-    """Everything that restores a ColBench episode exactly."""
-
-    task_id: str
-    turn: int
-    done: bool
-    world: tuple[frozenset[str], float | None, tuple[tuple[str, str], ...]]
-    potentials: tuple[tuple[str, float], ...]
-    state_key: str
-    rng_state: dict
 
 
 class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
@@ -152,28 +138,6 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
 
     def _restore_world(self, state: Any, *, started: bool) -> None:
         self.asked, self.answer_score, self.dialogue = state
-
-    def snapshot(self) -> DialogueSnapshot:
-        """A small picklable object that :meth:`restore` turns back into this exact state."""
-        return DialogueSnapshot(
-            task_id=self.task_id,
-            turn=self.turn,
-            done=self._done,
-            world=self._world_state(),
-            potentials=tuple(sorted(self._potential_values.items())),
-            state_key=self._state_key,
-            rng_state=self.np_random.bit_generator.state,
-        )
-
-    def restore(self, snapshot: DialogueSnapshot) -> None:
-        """Put the env back into the state :meth:`snapshot` took (any env of this class and arguments)."""
-        self.task_id = snapshot.task_id
-        self._start(self.task_source.load(snapshot.task_id))
-        self._restore_world(snapshot.world, started=True)
-        self.turn, self._done = snapshot.turn, snapshot.done
-        self._potential_values = dict(snapshot.potentials)
-        self._state_key = snapshot.state_key
-        self.np_random.bit_generator.state = snapshot.rng_state
 
     # ---------------------------------------------------------------- agents
     def sample_action(self, rng: np.random.Generator) -> str:

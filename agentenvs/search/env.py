@@ -151,26 +151,6 @@ class SearchAction:
     content: str
 
 
-@dataclass(frozen=True)
-class SearchSnapshot:
-    """Everything :meth:`SearchEnv.restore` needs (small, picklable)."""
-
-    task_id: str
-    turn: int
-    done: bool
-    retrieved: tuple[int, ...]
-    searches: int
-    answer_seen: bool
-    sequence: tuple[str, bool]
-    formats: tuple[bool, ...]
-    answered: bool
-    correct: bool
-    f1: float
-    state_key: str
-    potentials: tuple[tuple[str, float], ...]
-    rng_state: dict[str, Any]
-
-
 class SearchEnv(AgentEnv[Question, SearchAction]):
     """Search QA with Search-R1's protocol; see the module docstring.
 
@@ -394,29 +374,19 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return frozenset(self._retrieved)
 
     # ----------------------------------------------------- snapshot / restore
-    def snapshot(self) -> SearchSnapshot:
-        if self.task_id is None:
-            raise RuntimeError("nothing to snapshot: call reset() first")
-        return SearchSnapshot(
-            self.task_id, self.turn, self._done, tuple(sorted(self._retrieved)), self._searches,
-            self._answer_seen, (self._sequence.state, self._sequence.valid), tuple(self._formats),
-            self._answered, self._correct, self._f1, self._state_key,
-            tuple(sorted(self._potential_values.items())), self.np_random.bit_generator.state,
-        )
+    def _world_state(self) -> Any:
+        return (
+            tuple(sorted(self._retrieved)), self._searches, self._answer_seen,
+            (self._sequence.state, self._sequence.valid), tuple(self._formats),
+            self._answered, self._correct, self._f1,
+        )  # fmt: skip
 
-    def restore(self, snapshot: SearchSnapshot) -> None:
-        self.task_id = snapshot.task_id
-        self.question = self.task_source.load(snapshot.task_id)
-        self._prompt = prompt_for(self.question.question)
-        self.turn, self._done = snapshot.turn, snapshot.done
-        self._retrieved = set(snapshot.retrieved)
-        self._searches, self._answer_seen = snapshot.searches, snapshot.answer_seen
-        self._sequence = SequenceChecker(*snapshot.sequence)
-        self._formats = list(snapshot.formats)
-        self._answered, self._correct, self._f1 = snapshot.answered, snapshot.correct, snapshot.f1
-        self._state_key = snapshot.state_key
-        self._potential_values = dict(snapshot.potentials)
-        self.np_random.bit_generator.state = snapshot.rng_state
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        retrieved, self._searches, self._answer_seen, sequence, formats, *outcome = state
+        self._retrieved = set(retrieved)
+        self._sequence = SequenceChecker(*sequence)
+        self._formats = list(formats)
+        self._answered, self._correct, self._f1 = outcome
 
     # ---------------------------------------------------------------- agents
     def expert(self) -> Any:
