@@ -76,8 +76,25 @@ def health():
     return {"status": "ok"}
 
 
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
 """
+
+
+def process_tree(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid] + [p for child in children for p in process_tree(int(child))]
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """RSS and PSS (shared pages split between the processes mapping them) of a process and its children."""
+    rss = pss = 0.0
+    for member in process_tree(pid):
+        for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss += int(line.split()[1]) / 1024
+            elif line.startswith("Pss:"):
+                pss += int(line.split()[1]) / 1024
+    return rss, pss
 
 
 def free_port() -> int:
@@ -86,7 +103,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(command: list[str], port: int) -> subprocess.Popen:
+def start_server(command: list[str], port: int) -> subprocess.Popen:
     import httpx
 
     process = subprocess.Popen(command, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -129,6 +146,7 @@ async def load(url: str, queries: list[str], clients: int, requests: int) -> dic
     return {
         "requests": len(latencies),
         "errors": len(errors),
+        "error_kinds": sorted(set(errors)),
         "p50_ms": float(np.percentile(latencies, 50)),
         "p99_ms": float(np.percentile(latencies, 99)),
         "qps": len(latencies) / wall,
@@ -156,7 +174,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--requests", type=int, default=20, help="requests per client")
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="uvicorn worker counts to run")
     args = parser.parse_args()
 
     from retrieval_index import BM25Retriever, Corpus
@@ -175,22 +193,29 @@ def main() -> None:
         in_process = float(np.median(times))
 
         rows = []
+        index_dir = str(Path(tmp) / "bm25")
         servers = {
-            f"retrieval_index ({args.workers} worker{'s' if args.workers > 1 else ''})": lambda port: [
-                sys.executable, "-m", "retrieval_index", "serve", "--index", str(Path(tmp) / "bm25"),
-                "--port", str(port), "--workers", str(args.workers),
-            ],
-            "naive (Search-R1's structure)": lambda port: [
-                sys.executable, "-c", NAIVE_SERVER, str(Path(tmp) / "bm25"), str(port),
-            ],
-        }  # fmt: skip
+            f"retrieval_index, {workers} worker{'s' if workers > 1 else ''}": [
+                sys.executable,
+                "-m",
+                "retrieval_index",
+                "serve",
+                "--index",
+                index_dir,
+                "--workers",
+                str(workers),
+            ]
+            for workers in args.workers
+        }
+        servers["naive (Search-R1's structure)"] = [sys.executable, "-c", NAIVE_SERVER, index_dir]  # fmt: skip
         for name, command in servers.items():
             port = free_port()
-            process = start(command(port), port)
+            process = start_server([*command, "--port", str(port)], port)
             try:
                 url = f"http://127.0.0.1:{port}"
                 single = single_client_ms(url, queries[:200])
                 result = asyncio.run(load(url, queries, args.clients, args.requests))
+                result["rss_mib"], result["pss_mib"] = memory_mib(process.pid)
             finally:
                 process.terminate()
                 process.wait()
@@ -200,13 +225,17 @@ def main() -> None:
         f"BM25 over {args.passages:,} generated passages; {args.clients} concurrent clients x {args.requests} requests"
     )
     print(f"in-process retrieve, one query: p50 {in_process:.2f} ms")
-    print("| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms |")
-    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["error_kinds"]:
+            print(f"{r['server']} errors: {r['error_kinds']}")
+    print("| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms | RSS / PSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['server']} | {r['requests']} | {r['errors']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
-              f"{r['qps']:.0f} | {r['single_ms']:.2f} |")  # fmt: skip
-    ours, naive = rows
-    print(f"q/s ratio retrieval_index / naive: {ours['qps'] / naive['qps']:.2f}")
+              f"{r['qps']:.0f} | {r['single_ms']:.2f} | {r['rss_mib']:.0f} / {r['pss_mib']:.0f} |")  # fmt: skip
+    naive = rows[-1]
+    for row in rows[:-1]:
+        print(f"q/s ratio {row['server']} / naive: {row['qps'] / naive['qps']:.2f}")
 
 
 if __name__ == "__main__":

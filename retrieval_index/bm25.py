@@ -116,9 +116,16 @@ class BM25Scorer:
             found = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
         else:
             if sum(len(rows) for rows in postings) * 8 < self.num_docs:
+                # few touched rows: sorting them beats scanning the whole score array
                 candidates = np.unique(np.concatenate(postings))
             else:
-                candidates = np.flatnonzero(scores)
+                # many: only rows at or above the k-th best score can be hits
+                kth = (
+                    np.partition(scores, self.num_docs - topk)[self.num_docs - topk]
+                    if self.num_docs > topk
+                    else 0
+                )
+                candidates = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
             candidates = candidates.astype(np.int64)
             found = top_k(candidates, scores[candidates], topk)
         for array in found:
