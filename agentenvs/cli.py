@@ -7,19 +7,23 @@
     agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
                   [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
     agentenvs replay results.jsonl
+    agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
+                   [--panel test] [--out DIR] [--concurrency 8] [--model-size 7B]
 
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
 and prints one summary row per pair. ``all`` selects every main id (variants
 such as the per-level ``BabyAI-<Level>`` ids are left to patterns), a shell
 pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is missing are skipped
 with a note. ``--out`` writes one JSON line per episode (see
-:class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``--env-kwarg`` values are read as JSON when they parse
+:class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``eval`` plays a chat model on a fixed panel and writes a submission bundle
+(see :mod:`agentenvs.agents.evaluate`); rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
 (``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
 
 Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
 ``run`` could run nothing or an agent or env raised (that pair's row is left
 out, the others still run); 2 for bad arguments (unknown id or agent, bad kwarg,
-missing file), reported in one line on stderr.
+missing file; a results file that is empty, not text, cut short or not
+records), reported in one line on stderr.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import argparse
 import fnmatch
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -313,15 +318,17 @@ def _summary(env_id: str, agent_name: str, records: list[EpisodeRecord]) -> dict
 
 
 def _print_table(rows: list[dict[str, Any]], split: str | None) -> None:
+    """The summary table, then each run's reward components on lines of their own,
+    so that every column stays readable on an 80-column terminal."""
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console = Console(width=200)  # piped output: no terminal width to respect
     table = Table(title=f"agentenvs run (split: {split or 'env default'})", title_justify="left")
-    for header in ("env", "agent", "episodes", "success", "score", "turns", "return"):
-        table.add_column(header, justify="left" if header in ("env", "agent") else "right", no_wrap=True)
-    table.add_column("reward components (mean sum per episode)")
+    table.add_column("env", overflow="fold", min_width=10)
+    table.add_column("agent", overflow="fold", min_width=6)
+    for header in ("episodes", "success", "score", "turns", "return"):
+        table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
-        components = "  ".join(f"{name} {value:+.2f}" for name, value in row["components"].items())
         table.add_row(
             row["env"],
             row["agent"],
@@ -330,9 +337,25 @@ def _print_table(rows: list[dict[str, Any]], split: str | None) -> None:
             "-" if row["score"] is None else f"{row['score']:.3f}",
             f"{row['turns']:.2f}",
             f"{row['return']:+.2f}",
-            components,
         )
     console.print(table)
+    console.print("reward components (mean sum per episode):", highlight=False)
+    for row in rows:
+        console.print(f"  {row['env']} {row['agent']}:", markup=False, highlight=False)
+        entries = [f"{name} {value:+.2f}" for name, value in row["components"].items()] or ["-"]
+        for line in _packed(entries, console.width - 4):
+            console.print(f"    {line}", markup=False, highlight=False)
+
+
+def _packed(entries: list[str], width: int) -> list[str]:
+    """``entries`` joined by two spaces into lines of at most ``width`` characters (entries stay whole)."""
+    lines = [entries[0]]
+    for entry in entries[1:]:
+        if len(lines[-1]) + 2 + len(entry) <= width:
+            lines[-1] += f"  {entry}"
+        else:
+            lines.append(entry)
+    return lines
 
 
 # ------------------------------------------------------------------- replay
@@ -375,16 +398,147 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
+    """The records of a results file; a ``UsageError`` for an empty, binary or cut-short file."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{path} is not a text file of episode records (byte {exc.start} is not UTF-8)"
+        ) from None
+    if "\x00" in text:
+        raise UsageError(f"{path} is not a text file of episode records (it holds NUL bytes)")
+    lines = text.split("\n")
     records = []
-    with path.open(encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
-            except (json.JSONDecodeError, ValueError, TypeError) as exc:
-                raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+    for line_number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
+        except json.JSONDecodeError as exc:
+            if line_number == len(lines):  # the last line, with no newline after it
+                raise UsageError(
+                    f"{path}:{line_number} is cut short: the file ends inside a record"
+                ) from None
+            raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+    if not records:
+        raise UsageError(f"{path} holds no episode records")
     return records
+
+
+# --------------------------------------------------------------------- eval
+def cmd_eval(args: argparse.Namespace) -> int:
+    from agentenvs.agents.bundle import BundleError
+    from agentenvs.agents.evaluate import run_eval
+    from agentenvs.agents.panel import panel_spec
+
+    env_ids: list[str] = []
+    for name in args.env_ids:
+        if name == "all":
+            env_ids += [env_id for env_id in main_ids() if unavailable_reason(env_id) is None]
+        elif any(char in name for char in "*?["):
+            env_ids += matching_ids(name)
+        else:
+            env_ids.append(resolve_env_id(name))
+    env_ids = list(dict.fromkeys(env_ids))
+    for env_id in env_ids:
+        reason = unavailable_reason(env_id)
+        if reason is not None:
+            raise UsageError(f"{env_id} {reason}")
+    try:
+        spec = panel_spec(args.panel)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    backend, endpoint = _chat_backend(args)
+    out = Path(args.out or f"eval-{args.model.replace('/', '_')}-{spec.name}")
+    notes = Console(stderr=True)
+    with _progress(notes) as progress:
+        task = progress.add_task(f"eval {args.model}", total=None)
+
+        def advance(episode: Any, line: dict[str, Any] | None) -> None:
+            if line is None:
+                _note(progress.console, f"crashed: {episode.env_id} task {episode.task_id}", "red")
+            progress.advance(task)
+
+        try:
+            report = run_eval(
+                env_ids,
+                backend,
+                out,
+                spec=spec,
+                model=args.model,
+                model_size=args.model_size,
+                endpoint=endpoint,
+                concurrency=args.concurrency,
+                history_window=args.history_window,
+                on_start=lambda pending: progress.update(task, total=pending),
+                on_episode=advance,
+            )
+        except BundleError as exc:
+            raise UsageError(str(exc)) from None
+    print(
+        f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed; "
+        f"time in the model {report.model_s:.1f} s, in the envs {report.env_s:.1f} s (summed over episodes)"
+    )
+    for episode, error in report.crashed[:10]:
+        _note(
+            notes,
+            f"crashed: {episode.env_id} task {episode.task_id} seed {episode.seed}: {' '.join(error.split())}",
+            "red",
+        )
+    if report.crashed:
+        _note(notes, "rerun the same command to play the crashed episodes again", "red")
+        return 1
+    table = Table(title=f"agentenvs eval {args.model} (panel {spec.name})", title_justify="left")
+    for header in ("env", "episodes", "success [95% CI]", "score [95% CI]", "turns", "tokens in/out"):
+        table.add_column(header, justify="left" if header == "env" else "right", no_wrap=True)
+    for env_id, entry in report.summary["envs"].items():
+        success, score = entry["success"], entry["score"]
+        table.add_row(
+            env_id,
+            str(entry["episodes"]),
+            f"{success['mean']:.0%} [{success['low']:.0%}, {success['high']:.0%}]",
+            f"{score['mean']:.3f} [{score['low']:.3f}, {score['high']:.3f}]",
+            f"{entry['turns']:.2f}",
+            f"{entry['prompt_tokens']}/{entry['completion_tokens']}",
+        )
+    Console(width=200).print(table)
+    print(f"bundle: {out}")
+    return 0
+
+
+def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
+    """The chat backend the eval arguments name, and its endpoint kind."""
+    if (args.base_url is None) == (args.local_model is None):
+        raise UsageError("give exactly one of --base-url (an OpenAI-compatible endpoint) and --local-model")
+    if args.local_model is not None:
+        from agentenvs.agents.local import TransformersChat
+
+        return TransformersChat.from_pretrained(
+            args.local_model, max_tokens=args.max_tokens or 256
+        ), "transformers"
+    from agentenvs.core.chat import ChatClient
+
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise UsageError(f"--api-key-env names {args.api_key_env}, which is not set")
+    client = ChatClient(
+        args.base_url,
+        args.model,
+        api_key=api_key,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        timeout_s=args.timeout_s,
+        max_retries=args.max_retries,
+    )
+    return client, "openai"
 
 
 # ------------------------------------------------------------------- parser
@@ -427,6 +581,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = command("replay", cmd_replay, "re-run the episodes of a results file and report mismatches")
     replay.add_argument("results", metavar="FILE")
+
+    evaluate = command("eval", cmd_eval, "evaluate a chat model on a panel and write a submission bundle")
+    evaluate.add_argument("env_ids", nargs="+", metavar="ID|all|PATTERN")
+    evaluate.add_argument(
+        "--model", required=True, help="model name (sent to the endpoint, shown on the board)"
+    )
+    evaluate.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    evaluate.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key")
+    evaluate.add_argument(
+        "--local-model", metavar="PATH", help="a local transformers model instead of an endpoint"
+    )
+    evaluate.add_argument("--panel", default="test", help="evaluation panel: test (default) or smoke")
+    evaluate.add_argument(
+        "--out", metavar="DIR", help="bundle folder (default eval-MODEL-PANEL); rerun to resume"
+    )
+    evaluate.add_argument("--concurrency", type=int, default=8, help="episodes in flight (default 8)")
+    evaluate.add_argument(
+        "--history-window", type=int, help="past turns shown besides the first (default all)"
+    )
+    evaluate.add_argument("--model-size", default="", help="parameter count shown on the board, e.g. 7B")
+    evaluate.add_argument("--temperature", type=float, default=0.0)
+    evaluate.add_argument("--max-tokens", type=int, help="tokens per response")
+    evaluate.add_argument("--timeout-s", type=float, default=60.0, help="per request (default 60)")
+    evaluate.add_argument("--max-retries", type=int, default=3, help="per request (default 3)")
     return parser
 
 

@@ -2,7 +2,7 @@
 
 A turn's prompt, in the style of the GiGPO/verl-agent prompts (our wording):
 
-    <what the agent is and how the env works: one paragraph per env family>
+    <the env's instructions: its task and action format (``env.unwrapped.instructions``)>
     Task: <the episode's first observation>        (families whose goal is stated there)
     Your last <h> observations and actions:        (history window, h = 2 by default)
     [Observation 3] ...  [Your action] ...
@@ -21,44 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-FAMILY_ROLES: dict[str, str] = {
-    "Sokoban": (
-        "You are solving a Sokoban puzzle on a grid. Walk the player (P, or S on a target) "
-        "to push every box (X) onto a target (O); a box on a target shows as √, walls are #, "
-        "floor is _. Boxes can be pushed, never pulled, and a box against a wall may be stuck for good."
-    ),
-    "ALFWorld": (
-        "You are a household robot in a text world. Reach the task's goal by moving to "
-        "receptacles and handling objects, one admissible action per turn."
-    ),
-    "WebShop": (
-        "You are shopping on a web store for the product the instruction describes. "
-        "Search, open products, pick their options and buy the best match."
-    ),
-    "TextCraft": (
-        "You are crafting items in a Minecraft-like text world. Get base items and "
-        "craft intermediate items with the recipes you are given until you hold the target item."
-    ),
-    "BabyAI": (
-        "You control an agent in a small grid world and must complete the stated mission "
-        "by moving, turning and handling objects."
-    ),
-    "Search": (
-        "You answer a question with the help of a search engine. Search as needed, then give "
-        "a short final answer."
-    ),
-    "ColBench": (
-        "You are writing code for a person who knows exactly what they want but only tells you "
-        "when asked. Ask clarifying questions, then give your final answer."
-    ),
-}
-GENERIC_ROLE = "You are an agent acting in a text environment. Reach the task's goal."
+from agentenvs.core.prompting import registered_instructions
+
 # Families whose first observation states the goal, which later observations no longer repeat.
 GOAL_IN_FIRST_OBSERVATION = ("ALFWorld", "WebShop", "TextCraft", "BabyAI", "Search", "ColBench")
 
 
 def family_of(env_id: str) -> str:
-    """``"agentenvs/Sokoban-Verl-v0"`` → ``"Sokoban"`` (the family the role text is keyed by)."""
+    """``"agentenvs/Sokoban-Verl-v0"`` → ``"Sokoban"``."""
     name = env_id.split("/")[-1].rsplit("-v", 1)[0]
     return name.split("-")[0]
 
@@ -76,7 +46,9 @@ class PromptTemplate:
     """Renders the prompt text of one turn (see the module docstring).
 
     Args:
-        env_id: selects the family's role paragraph.
+        env_id: the env whose instructions open the prompt.
+        instructions: that env's ``instructions`` when it was built with other
+            kwargs than the registered ones (default: the registered env's).
         history_window: how many past (observation, action) pairs to show.
         show_admissible: list the admissible actions when the env gives them.
         think: ask for ``<think>`` reasoning before the ``<action>`` block.
@@ -90,6 +62,7 @@ class PromptTemplate:
     think: bool = True
     style: Literal["full", "compact"] = "full"
     max_actions: int = 1
+    instructions: str | None = None
 
     @property
     def family(self) -> str:
@@ -109,7 +82,7 @@ class PromptTemplate:
             return f"{observation}\n"
         if self.style != "full":
             raise ValueError(f"style must be 'full' or 'compact', got {self.style!r}")
-        parts = [FAMILY_ROLES.get(self.family, GENERIC_ROLE)]
+        parts = [self.instructions or registered_instructions(self.env_id)]
         if turn > 0 and self.family in GOAL_IN_FIRST_OBSERVATION:
             parts.append(f"Task: {first_observation}")
         shown = list(history)[-self.history_window :] if self.history_window > 0 else []

@@ -2,7 +2,8 @@
 
 Standard word splitting (letters joined across ``'`` ``.`` ``:``, digits
 across ``.`` and ``,``), possessive ``'s`` removed, lowercase, Lucene's 33
-English stop words, then Porter stemming (PyStemmer's ``porter``).
+English stop words, then Porter stemming (PyStemmer's ``porter``; words of one
+or two letters stay unstemmed, as Lucene's PorterStemmer leaves them).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-ANALYZER_VERSION = 1  # bump when the tokens this module produces change
+ANALYZER_VERSION = 2  # bump when the tokens this module produces change
 
 # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET
 LUCENE_STOP_WORDS = frozenset((
@@ -27,7 +28,12 @@ def stemmer() -> Callable[[str], str]:
     """Porter stemming of one word, cached (corpora repeat their words)."""
     import Stemmer
 
-    stem = Stemmer.Stemmer("porter").stemWord
+    stem_word = Stemmer.Stemmer("porter").stemWord
+
+    def stem(word: str) -> str:
+        # Lucene's PorterStemmer leaves words of one or two letters alone ("us" stays "us")
+        return word if len(word) <= 2 else stem_word(word)
+
     return lru_cache(maxsize=1 << 20)(stem)
 
 
@@ -45,3 +51,9 @@ def analyze_words(text: str) -> list[str]:
             if token and token not in LUCENE_STOP_WORDS:
                 words.append(token)
     return words
+
+
+def analyze(text: str) -> list[str]:
+    """The terms Lucene's English analyzer makes of ``text``: :func:`analyze_words`, Porter-stemmed."""
+    stem = stemmer()
+    return [stem(word) for word in analyze_words(text)]

@@ -217,3 +217,48 @@ def test_run_all_is_the_main_job_over_every_main_id(tmp_path: Path) -> None:
     assert {r["env_id"] for r in records} == set(main_ids())
     assert all(r["success"] for r in records if r["agent"] == "expert")
     assert main(["replay", str(out)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "holds no episode records"),
+        (b"\n  \n", "holds no episode records"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe", "not a text file"),
+        (b"\x00\x00\x00\x01", "not a text file"),
+        (None, "cut short"),
+    ],
+    ids=["empty", "blank", "binary", "nul-bytes", "truncated"],
+)
+def test_replay_of_an_empty_binary_or_truncated_file_exits_2_with_a_reason(
+    content: bytes | None, reason: str, results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.jsonl"
+    if content is None:  # a results file cut in the middle of its last record
+        whole = results.read_bytes()
+        content = whole[: whole.rindex(b"\n", 0, len(whole) - 1) + 40]
+    path.write_bytes(content)
+    code, out, err = run_cli(capsys, "replay", str(path))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith("agentenvs: error: ") and reason in err
+
+
+def test_run_table_keeps_every_column_readable_at_80_columns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    env_id = "agentenvs/Sokoban-Verl-v0"
+    code, out, _ = run_cli(capsys, "run", env_id, "--agent", "random", "--agent", "expert", "--episodes", "2")
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    header = next(line for line in lines if "episodes" in line)
+    for column in ("env", "agent", "episodes", "success", "score", "turns", "return"):
+        assert column in header
+    weights = gym.make(env_id).unwrapped.reward_weights
+    for agent in ("random", "expert"):
+        start = lines.index(f"  {env_id} {agent}:")
+        block = " ".join(lines[start + 1 : start + 4])
+        assert all(f"{name} " in block for name in weights), block
+    table_text = "".join(line.strip("│┃| ") for line in lines)
+    assert env_id in table_text.replace(" ", "").replace("│", "")

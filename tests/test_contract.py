@@ -6,24 +6,33 @@
 - 10k fuzzed responses per env never raise, and an invalid turn leaves the
   state unchanged;
 - reward == Σ weight · component, == Σ transition rewards + turn-level terms;
-- info carries the contract's keys; ``task_id`` resets reproduce seeded ones.
+- info carries the contract's keys; ``task_id`` resets reproduce seeded ones;
+- info values keep one type per key; Gymnasium's vector envs (sync, async with
+  its shared memory) read exactly like single envs across episode ends;
+- envs pickle and deep-copy; a restored snapshot continues bit-identically;
+- ``score`` lies in [0, 1]; ``help()`` shows each env's table.
 
 Heavy checks cover up to three ids per family (``contract_ids``).
 """
 
 from __future__ import annotations
 
+import copy
+import inspect
 import json
 import math
 import os
+import pickle
+import pydoc
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
-from contract_driver import NOISE, choose_response, contract_ids, rollouts
+from contract_driver import NOISE, choose_response, contract_ids, digest, rollouts
 from gymnasium.utils.env_checker import check_env
 
 import agentenvs
@@ -164,3 +173,224 @@ def test_readme_table_documents_every_main_env():
     for entry in agentenvs.ENV_ENTRIES:
         if entry.variant_of is None:
             assert any(f"`{entry.env_id}`" in row for row in table), f"README table lacks {entry.env_id}"
+
+
+# ------------------------------------------------ Gymnasium's vector envs
+MAIN_IDS = [entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None]
+VECTOR_TURNS = 5  # short episodes, so every env ends several of them
+
+
+def _make_vector(env_id: str, how: str) -> gym.vector.VectorEnv:
+    if how in ("sync", "async"):
+        return gym.make_vec(env_id, num_envs=2, vectorization_mode=how, max_turns=VECTOR_TURNS)
+    factory = VectorFactory(env_id)
+    vector_class = gym.vector.SyncVectorEnv if how == "SyncVectorEnv" else gym.vector.AsyncVectorEnv
+    return vector_class([factory, factory])
+
+
+class VectorFactory:
+    """A picklable env constructor for the vector envs' defaults."""
+
+    def __init__(self, env_id: str) -> None:
+        self.env_id = env_id
+
+    def __call__(self) -> gym.Env:
+        return gym.make(self.env_id, max_turns=VECTOR_TURNS)
+
+
+@pytest.mark.parametrize("how", ["sync", "async", "SyncVectorEnv", "AsyncVectorEnv"])
+@pytest.mark.parametrize("env_id", MAIN_IDS)
+def test_gymnasium_vector_envs_match_single_envs_across_episode_ends(env_id, how):
+    """Each sub-env of a vector env reads exactly like a single env fed the same responses,
+    through episode ends and Gymnasium's autoresets (default shared memory in async mode)."""
+    vector = _make_vector(env_id, how)
+    mirrors = [VectorFactory(env_id)() for _ in range(2)]
+    observations, _ = vector.reset(seed=0)
+    mirror_infos = []
+    for index, mirror in enumerate(mirrors):
+        observation, info = mirror.reset(seed=index)
+        assert observations[index] == observation
+        mirror_infos.append(info)
+    rngs = [derive_rng("contract-vector", env_id, index) for index in range(2)]
+    ends = np.zeros(2, dtype=int)
+    restart = [False, False]
+    for _ in range(40):
+        responses = [choose_response(mirrors[i], mirror_infos[i], rngs[i]) for i in range(2)]
+        observations, rewards, terminated, truncated, _ = vector.step(responses)
+        for index, mirror in enumerate(mirrors):
+            if restart[index]:  # Gymnasium's next-step autoreset: a seedless reset
+                observation, mirror_infos[index] = mirror.reset()
+                reward, ended = 0.0, (False, False)
+            else:
+                observation, reward, *ended, mirror_infos[index] = mirror.step(responses[index])
+            assert observations[index] == observation
+            assert rewards[index] == reward and (terminated[index], truncated[index]) == tuple(ended)
+            restart[index] = any(ended)
+            ends[index] += any(ended)
+        if ends.min() >= 2:
+            break
+    assert ends.min() >= 2
+    vector.close()
+
+
+def _type_paths(value, path, types):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _type_paths(item, f"{path}.{key}", types)
+    else:
+        types.setdefault(path, set()).add(type(value))
+
+
+@pytest.mark.parametrize("env_id", HEAVY_IDS)
+def test_info_values_keep_one_type_per_key(env_id):
+    env = gym.make(env_id, max_turns=30)  # long enough to reach dead ends (a deadlocked Sokoban room)
+    types: dict[str, set[type]] = {}
+    for seed in range(6):
+        rng = derive_rng("contract-types", env_id, seed)
+        _, info = env.reset(seed=seed)
+        _type_paths(info, "info", types)
+        done = False
+        while not done:
+            _, _, terminated, truncated, info = env.step(choose_response(env, info, rng))
+            _type_paths(info, "info", types)
+            done = terminated or truncated
+    mixed = {path: sorted(t.__name__ for t in kinds) for path, kinds in types.items() if len(kinds) > 1}
+    assert not mixed, mixed
+    env.close()
+
+
+# ------------------------------------------------ pickling and snapshots
+def _play(env: gym.Env, responses: list[str]) -> list:
+    """What stepping ``responses`` returns (observations digested), until the episode ends."""
+    record = []
+    for response in responses:
+        observation, reward, terminated, truncated, info = env.step(response)
+        record.append((digest(observation), reward, terminated, truncated, json.dumps(info, sort_keys=True)))
+        if terminated or truncated:
+            break
+    return record
+
+
+def _responses(env: gym.Env, info: dict, rng, count: int) -> list[str]:
+    return [choose_response(env, info, rng) for _ in range(count)]
+
+
+@pytest.mark.parametrize("env_id", MAIN_IDS)
+def test_env_pickles_and_deep_copies_before_and_after_reset(env_id):
+    env = gym.make(env_id)
+    for copied in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
+        assert copied.reset(seed=3)[0] == env.reset(seed=3)[0]
+    _, info = env.reset(seed=4)
+    rng = derive_rng("contract-pickle", env_id)
+    env.step(choose_response(env, info, rng))
+    data = pickle.dumps(env)
+    assert len(data) < 2_000_000, "an env pickles its shared data instead of a handle"
+    responses = _responses(env, info, rng, 6)
+    copies = [pickle.loads(data), copy.deepcopy(env)]
+    expected = _play(env, responses)
+    for copied in copies:
+        snapshot = copied.unwrapped.snapshot()
+        assert _play(copied, responses) == expected
+        copied.reset(options={"snapshot": snapshot})  # a copy's snapshots work as the original's
+        assert _play(copied, responses) == expected
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", HEAVY_IDS)
+def test_restore_then_the_same_responses_continue_bit_identically(env_id):
+    env = gym.make(env_id)
+    rng = derive_rng("contract-snapshot", env_id)
+    for seed in range(3):
+        observation, info = env.reset(seed=seed)
+        for _ in range(seed * 7):  # snapshots at turn 0, 7 and 14 (or early in a next episode)
+            observation, _, terminated, truncated, info = env.step(choose_response(env, info, rng))
+            if terminated or truncated:
+                observation, info = env.reset(seed=seed + 100)
+        snapshot = env.unwrapped.snapshot()
+        data = pickle.dumps(snapshot)
+        assert len(data) < 65_536
+        responses = _responses(env, info, rng, 8)
+        expected = _play(env, responses)
+        expected_next_task = env.reset()[1]["task_id"]  # seedless: drawn from the env's RNG
+
+        for target in (env, gym.make(env_id)):
+            restored, restored_info = target.reset(options={"snapshot": pickle.loads(data)})
+            assert digest(restored) == digest(observation)
+            assert restored_info["state_key"] == info["state_key"]
+            assert restored_info["turn"] == info["turn"]
+            assert _play(target, responses) == expected
+            assert target.reset()[1]["task_id"] == expected_next_task
+    env.close()
+
+
+def test_snapshots_restore_only_into_their_own_env_class():
+    sokoban = gym.make("agentenvs/Sokoban-v0")
+    sokoban.reset(seed=0)
+    other_id = next(env_id for env_id in MAIN_IDS if not env_id.startswith("agentenvs/Sokoban"))
+    with pytest.raises(ValueError, match="not a snapshot"):
+        gym.make(other_id).reset(options={"snapshot": sokoban.unwrapped.snapshot()})
+    with pytest.raises(ValueError, match="exclude"):
+        sokoban.reset(options={"snapshot": sokoban.unwrapped.snapshot(), "task_id": "x"})
+    with pytest.raises(RuntimeError, match="reset"):
+        gym.make("agentenvs/Sokoban-v0").unwrapped.snapshot()
+
+
+# ------------------------------------------------ consistency across families
+@pytest.mark.parametrize("env_id", HEAVY_IDS)
+def test_score_is_in_the_unit_interval(env_id):
+    env = gym.make(env_id)
+    try:
+        expert = env.unwrapped.expert()
+    except NotImplementedError:
+        expert = None
+    rng = derive_rng("contract-score", env_id)
+    for seed in range(3):
+        observation, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            response = expert.act(observation, info) if expert else choose_response(env, info, rng)
+            observation, _, terminated, truncated, info = env.step(response)
+            done = terminated or truncated
+        assert isinstance(info["score"], float) and 0.0 <= info["score"] <= 1.0
+
+
+@pytest.mark.parametrize("env_id", MAIN_IDS)
+def test_help_shows_the_env_table_and_arguments(env_id):
+    env_class = type(gym.make(env_id).unwrapped)
+    text = pydoc.render_doc(env_class, renderer=pydoc.plaintext)
+    assert "Args:" in text
+    assert "\n====" in env_class.__doc__, "help() lacks the observation/action/reward table"
+    for name in env_class.default_reward_weights:
+        assert name in text
+
+
+@pytest.mark.parametrize("env_id", MAIN_IDS)
+def test_the_observation_mode_kwarg_is_obs_mode_in_every_family(env_id):
+    parameters = inspect.signature(type(gym.make(env_id).unwrapped)).parameters
+    modes = {name for name in parameters if name.endswith("mode") and name != "render_mode"}
+    assert modes <= {"obs_mode"} | ({"observation_mode"} if "obs_mode" in modes else set())
+
+
+@pytest.mark.parametrize("env_id", HEAVY_IDS)
+def test_every_state_of_an_expert_episode_restores_exactly(env_id):
+    """Snapshots after every turn of expert episodes (doors opened, objects carried, goods bought):
+    restoring each one and replaying the rest of the episode gives the same tail."""
+    env = gym.make(env_id)
+    try:
+        expert = env.unwrapped.expert()
+    except NotImplementedError:
+        pytest.skip(f"{env_id} ships no expert")
+    for seed in range(6):
+        observation, info = env.reset(seed=seed)
+        snapshots, responses, records = [], [], []
+        done = False
+        while not done:
+            snapshots.append(env.unwrapped.snapshot())
+            responses.append(expert.act(observation, info))
+            observation, reward, terminated, truncated, info = env.step(responses[-1])
+            info_text = json.dumps(info, sort_keys=True)
+            records.append((digest(observation), reward, terminated, truncated, info_text))
+            done = terminated or truncated
+        for turn in range(len(snapshots) - 1, -1, -1):  # latest first: each restore goes back in time
+            env.reset(options={"snapshot": snapshots[turn]})
+            assert _play(env, responses[turn:]) == records[turn:], f"seed {seed}, turn {turn}"

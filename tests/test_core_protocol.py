@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentenvs.core import ActionProtocol, derive_rng
+from agentenvs.core import ActionProtocol, derive_rng, find_block, normalize_action
 
 SOKOBAN_STYLE = ActionProtocol(separator="||", max_actions=3)
 
@@ -18,6 +18,15 @@ SOKOBAN_STYLE = ActionProtocol(separator="||", max_actions=3)
         ("<action>up</action> and more", ("up",), False),
         ("<action>up</action><action>left</action>", ("up",), False),
         ("<action>up</action><think>late</think>", ("up",), False),
+        # the reading rule: tag names in any case, whitespace and one trailing period stripped
+        ("<ACTION>up</ACTION>", ("up",), True),
+        ("<Think>go</THINK><Action>up</aCtIoN>", ("up",), True),
+        ("<action>\n up .\n</action>", ("up",), True),
+        ("<action>up. || Left.</action>", ("up", "Left"), True),
+        ("<action>up..</action>", ("up.",), True),
+        ("up.", ("up",), False),
+        ("<ACTION>up</action> extra", ("up",), False),
+        ("<action>up</action><ACTION>left</ACTION>", ("up",), False),
     ],
 )
 def test_extracts_actions_and_checks_format(response, actions, well_formed):
@@ -37,12 +46,39 @@ def test_extracts_actions_and_checks_format(response, actions, well_formed):
         ("<action> || </action>", "empty action"),
         ("", "empty action"),
         ("<action>a||b||c||d</action>", "at most 3 actions per turn, got 4"),
+        ("<ACTION>up", "unclosed <action> tag"),
+        ("<THINK>only thinking</THINK>", "no <action>...</action> block"),
+        ("</Action>", "no <action>...</action> block"),
+        ("<action>.</action>", "empty action"),
+        ("<action> . || . </action>", "empty action"),
     ],
 )
 def test_reports_why_no_action_was_read(response, error):
     parsed = SOKOBAN_STYLE.parse(response)
     assert parsed.error == error
     assert not parsed.well_formed
+
+
+def test_case_is_folded_only_when_asked():
+    assert ActionProtocol().parse("<action>Go To Fridge 1</action>").actions == ("Go To Fridge 1",)
+    assert ActionProtocol(fold_case=True).parse("<action>Go To Fridge 1.</action>").actions == (
+        "go to fridge 1",
+    )
+
+
+def test_normalize_action_is_the_rule_for_one_action():
+    assert normalize_action("  Left. \n") == "Left"
+    assert normalize_action("  Left. \n", fold_case=True) == "left"
+    assert normalize_action("left...") == "left.."
+    assert normalize_action("search[red dress.]") == "search[red dress.]"
+    assert normalize_action(" . ") == ""
+
+
+def test_find_block_matches_tag_names_in_any_case():
+    text = "x <Answer> Paris </ANSWER> y"
+    begin, start, end = find_block(text, "answer")
+    assert text[begin:end] == "<Answer> Paris </ANSWER>" and text[start : end - len("</answer>")] == " Paris "
+    assert find_block("<answer>open", "answer") is None
 
 
 def test_think_is_required_when_configured():
@@ -79,6 +115,7 @@ def fuzz_responses(count: int) -> list[object]:
     """Deterministic hostile inputs: tag soup, control chars, binary, huge, non-str."""
     rng = derive_rng("protocol-fuzz")
     pieces = ["<action>", "</action>", "<think>", "</think>", "||", "up", "\x00", "\n", "é", "<", ">", "/"]
+    pieces += ["<ACTION>", "</Action>", ".", " ", "İ", "ß"]
     responses: list[object] = [None, b"\xff\xfe<action>x</action>", 3.5, Hostile(), ["<action>"]]
     responses.append("<action>" * 200_000)
     responses.append("x" * 3_000_000 + "<action>up</action>")

@@ -249,12 +249,14 @@ def test_failed_command_is_invalid_and_leaves_state_untouched():
     _, info = env.reset(seed=3)
     key = info["state_key"]
     obs, reward, terminated, truncated, info = env.step("<action>get 1 planks</action>")
-    assert obs == "Could not find planks"
+    assert obs == f"Could not find planks\n{env.action_help()}"
     assert info["reward_components"]["invalid_action"] == 1.0 and info["reward_components"]["format"] == 1.0
     assert reward == pytest.approx(-0.1) and not terminated and not truncated
     assert info["state_key"] == key and info["transitions"] == []
     obs, *_ = env.step("<action>inventory")
-    assert obs.startswith("Invalid action: unclosed <action> tag. Send one command: get N item")
+    assert obs.startswith(
+        "Invalid action: unclosed <action> tag. Send one command (case-sensitive): get N item"
+    )
     obs, reward, *_, info = env.step("inventory")
     assert obs == "Inventory: You are not carrying anything."
     assert info["reward_components"] == {
@@ -498,6 +500,8 @@ def compare_episode(ours, theirs, seed: int, agent) -> list[str]:
         (command,) = ours.protocol.parse(action).actions  # the package takes the bare command
         obs, _, terminated, truncated, info = ours.step(action)
         their_feedback, their_reward, their_terminated, *_ = theirs.step(command)
+        if info["reward_components"]["invalid_action"]:  # our failure text adds the grammar line
+            obs = obs.removesuffix(f"\n{ours.action_help()}")
         if obs != their_feedback:
             if leaked_sub_recipe(command, obs, their_feedback):
                 return ["leaked sub-recipe"]

@@ -1,9 +1,12 @@
-"""GroupedVectorEnv: group layout, identical group starts, finished envs, backends, crash survival."""
+"""GroupedVectorEnv: group layout, identical group starts, finished envs, backends, crash survival,
+branching from snapshots."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +277,63 @@ def test_rewards_are_float_arrays_and_flags_bool_arrays() -> None:
         _, rewards, terminated, truncated, _ = vec.step(["up", "<action>down</action>"])
         assert rewards.dtype == np.float64 and terminated.dtype == bool and truncated.dtype == bool
         assert vec.done.dtype == bool and vec.done.shape == (2,)
+
+
+@pytest.mark.parametrize("backend", ["inprocess", "subprocess"])
+def test_branch_continues_every_copy_exactly_as_the_snapshotted_env(backend: str) -> None:
+    """VinePPO-style branching: N copies of a mid-episode state, each given its own responses."""
+    snapshots = []
+    for seed in (5, 9):
+        env = gym.make(SOKOBAN_LONG)
+        observation, info = env.reset(seed=seed)
+        agent = make_agent("random", env, seed)
+        for _ in range(3):
+            observation, *_, info = env.step(agent.act(observation, info))
+        snapshots.append(env.unwrapped.snapshot())
+    moves = ["up", "down", "left", "right"]
+    with GroupedVectorEnv(SOKOBAN_LONG, 2, 3, backend=backend, num_workers=2) as vec:
+        observations, infos = vec.branch(snapshots)
+        references = []
+        for index in range(vec.num_envs):
+            reference = gym.make(SOKOBAN_LONG)
+            expected, expected_info = reference.reset(options={"snapshot": snapshots[vec.group_of(index)]})
+            assert observations[index] == expected
+            assert infos[index]["state_key"] == expected_info["state_key"] == snapshots[index // 3].state_key
+            assert infos[index]["turn"] == 3
+            references.append(reference)
+        for turn in range(5):
+            if backend == "subprocess" and turn == 2:
+                kill_worker(vec, 1)  # a restarted worker rebuilds branched episodes from their snapshot
+            done = vec.done
+            responses = [
+                None if done[i] else f"<action>{moves[(i + turn) % 4]}</action>" for i in range(vec.num_envs)
+            ]
+            observations, rewards, terminated, truncated, infos = vec.step(responses)
+            for index, reference in enumerate(references):
+                if responses[index] is None:
+                    continue
+                expected, reward, *flags, info = reference.step(responses[index])
+                assert observations[index] == expected
+                assert (rewards[index], terminated[index], truncated[index]) == (reward, *flags)
+                assert infos[index]["state_key"] == info["state_key"]
+        assert vec.snapshot(4).state_key == references[4].unwrapped.snapshot().state_key
+        with pytest.raises(ValueError, match="one snapshot per group"):
+            vec.branch(snapshots[:1])
+
+
+def test_a_worker_start_failure_reports_its_cause(tmp_path: Path) -> None:
+    """A script without a ``__main__`` guard: the workers re-import it and die; the error says why."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from agentenvs.vector import GroupedVectorEnv\n"
+        "vec = GroupedVectorEnv('agentenvs/Sokoban-v0', 1, 2, backend='subprocess', num_workers=1)\n"
+        "vec.close()\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    result = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode != 0
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert "__main__" in last_line and "exit code" in last_line

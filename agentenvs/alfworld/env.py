@@ -9,11 +9,19 @@ commands, score, won).
 =====================  =========================================================
 Observation            ALFWorld's text: the intro (banner, room overview, "Your
                        task is to: ...") after reset, then the command's
-                       feedback; "Nothing happens." after an inadmissible
-                       command, as ALFWorld prints it
+                       feedback; after an inadmissible command "Nothing
+                       happens." as ALFWorld prints it, then a line listing
+                       the admissible commands (the contract's "what is
+                       allowed")
 Action                 one command, bare or as ``<think>...</think><action>go to
                        fridge 1</action>``; admissible commands are listed in
-                       ``info["admissible_actions"]`` (sorted, with ``help``)
+                       ``info["admissible_actions"]`` (sorted, with ``help``).
+                       Read by the core rule (:mod:`agentenvs.core.protocol`:
+                       any-case tags, surrounding whitespace and one trailing
+                       period stripped); case-sensitive, as in TextWorld,
+                       whose PDDL env strips the command and looks it up
+                       exactly among the valid ones (``Go to fridge 1`` gets
+                       "Nothing happens." there)
 Task source            games generated from the ``alfworld`` package's floor
                        plans, object tables and goal library (3,553 / 140 / 134,
                        ids ``train-0000`` ...); with ``data_dir=`` (or
@@ -39,9 +47,8 @@ State key              every fact that can change (agent location, held object,
                        goal
 =====================  =========================================================
 
-The obs key merges states that ALFWorld prints identically ("Nothing
-happens.", "You arrive at cabinet 1. The cabinet 1 is closed." whatever the
-rest of the room holds); ``benchmarks/bench_alfworld.py`` publishes how often
+The obs key merges states that ALFWorld prints identically ("You arrive at
+cabinet 1. The cabinet 1 is closed." whatever the rest of the room holds); ``benchmarks/bench_alfworld.py`` publishes how often
 obs-key groups mix different state keys.
 """
 
@@ -59,6 +66,7 @@ from agentenvs.alfworld.official import OfficialGames
 from agentenvs.alfworld.pddl import format_formula
 from agentenvs.alfworld.world import AlfredWorld
 from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome, TaskSource, stable_digest
+from agentenvs.core.prompting import compose_instructions
 
 INADMISSIBLE = "the command is not admissible here"
 
@@ -73,7 +81,7 @@ def default_task_source(data_dir: str | os.PathLike[str] | None) -> TaskSource[G
 
 
 class ALFWorldEnv(AgentEnv[Game, str]):
-    """ALFWorld (see the module docstring for the observation/action/reward table).
+    """ALFWorld (the observation/action/reward table follows the arguments).
 
     Args:
         split: ``"train"``, ``"valid"`` or ``"test"``.
@@ -90,6 +98,17 @@ class ALFWorldEnv(AgentEnv[Game, str]):
     }
     default_max_turns: ClassVar[int] = 50
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are a household robot in a text world. Reach the task's goal by going to receptacles"
+            ", opening them and handling objects (take, put, heat, cool, clean, use), one admissible "
+            "command per turn.",
+            self.protocol,
+            example="go to countertop 1",
+        )
 
     def __init__(
         self,
@@ -115,6 +134,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.game: Game | None = None
         self._targets: GoalTargets | None = None
         self._static_key = ""
+        self._initial_facts: frozenset[tuple[str, ...]] = frozenset()
 
     # ------------------------------------------------------------ world hooks
     def _start(self, task: Game) -> None:
@@ -122,12 +142,12 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.world = AlfredWorld(task.problem, task.goal_text)
         self._targets = goal_targets(self.world.goal)
         self._static_key = stable_digest(self.world.static_facts())
+        self._initial_facts = self.world.dynamic_facts()
 
     def _parse_action(self, action: str) -> str:
-        command = action.strip()
-        if command not in self.world.commands():
+        if action not in self.world.commands():
             raise InvalidAction(INADMISSIBLE)
-        return command
+        return action
 
     def _apply(self, primitive: str) -> StepOutcome:
         feedback = self.world.step(primitive).feedback
@@ -142,7 +162,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     def _invalid_observation(self, error: str) -> str:
         if error == INADMISSIBLE:
-            return text.NOTHING_HAPPENS
+            return f"{text.NOTHING_HAPPENS}\n{self.action_help()}"
         return super()._invalid_observation(error)
 
     def _state_key_data(self) -> Any:
@@ -150,6 +170,16 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     def _is_success(self) -> bool:
         return self.world.goal_reached()
+
+    def _world_state(self) -> Any:
+        # the changeable facts as a difference from the game's start, and the deletion marks
+        now = self.world.dynamic_facts()
+        return (tuple(sorted(now - self._initial_facts)), tuple(sorted(self._initial_facts - now)),
+                tuple(sorted(self.world.marks)))  # fmt: skip
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        added, removed, marks = state
+        self.world.set_dynamic_facts((self._initial_facts - set(removed)) | set(added), set(marks))
 
     def _potentials(self) -> Mapping[str, float]:
         return {"progress": progress_potential(self.world, self._targets)}
@@ -165,7 +195,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         return self.world.admissible_commands()
 
     def action_help(self) -> str:
-        return "Send one admissible command, e.g. 'look' or 'go to countertop 1'; 'help' lists the command forms."
+        return f"Admissible commands (case-sensitive): {', '.join(self.admissible_actions())}."
 
     def expert(self) -> AlfworldExpert:
         return AlfworldExpert(self)

@@ -155,6 +155,22 @@ class AlfredWorld:
         self._commands = None
         self._goal_holds = None
 
+    def dynamic_facts(self) -> frozenset[Fact]:
+        """The facts actions can change, now."""
+        by_predicate = self.facts.by_predicate
+        return frozenset((name, *args) for name in DYNAMIC_PREDICATES for args in by_predicate.get(name, ()))
+
+    def set_dynamic_facts(self, facts: frozenset[Fact], marks: set[Fact]) -> None:
+        """Make ``facts`` the changeable facts and ``marks`` the deletion marks (static facts stay)."""
+        now = self.dynamic_facts()
+        for fact in now - facts:
+            self.facts.discard(*fact)
+        for fact in facts - now:
+            self.facts.add(*fact)
+        self.marks = set(marks)
+        self._commands = None
+        self._goal_holds = None
+
     def has(self, predicate: str, *args: str) -> bool:
         return args in self.facts.by_predicate.get(predicate, ())
 

@@ -38,10 +38,14 @@ _IDX_TO_STATE = {index: name for name, index in STATE_TO_IDX.items()}
 
 
 def parse_action(text: str) -> int:
-    """The minigrid action named by ``text`` (case, spacing and a final period ignored)."""
-    name = " ".join(text.lower().split()).rstrip(".")
+    """The minigrid action named by ``text``, an action name exactly as written.
+
+    BALROG's BabyAI wrapper accepts only the exact (lower-case) names, so the
+    names are case-sensitive here too; the core rule has already stripped the
+    surrounding whitespace and one trailing period.
+    """
     try:
-        return _ACTION_INDEX[name]
+        return _ACTION_INDEX[text]
     except KeyError:
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise InvalidAction(f"{shown!r} is not an action") from None

@@ -19,10 +19,15 @@ Observation            text (default): ``Mission: go to the red ball``, then
                        ``obs_mode="image"``: ``{"text": ..., "image": the
                        agent's view rendered by minigrid (H, W, 3) uint8}``.
 Action                 one per turn: ``turn left``, ``turn right``, ``go
-                       forward``, ``pick up``, ``drop``, ``toggle`` (case and
-                       spacing ignored), in ``<action>...</action>`` or bare.
-                       Anything else is invalid: the world is untouched and
-                       the observation lists the actions.
+                       forward``, ``pick up``, ``drop``, ``toggle``, in
+                       ``<action>...</action>`` or bare, read by the core rule
+                       (:mod:`agentenvs.core.protocol`: any-case tags,
+                       surrounding whitespace and one trailing period
+                       stripped). Case-sensitive, as in BALROG, which accepts
+                       only the exact names (``Turn left`` is invalid there:
+                       BALROG plays its default action instead, here the turn
+                       is invalid). Anything else is invalid: the world is
+                       untouched and the observation lists the actions.
 Reward (weight)        ``outcome`` (1.0): minigrid's reward, 1 - 0.9 t /
                        max_steps on success, else 0 (sparse, at the end).
                        ``progress`` (0.1), potential-based: Φ(s') - Φ(s) with
@@ -70,6 +75,7 @@ from gymnasium import spaces
 
 from agentenvs.core.env import AgentEnv, StepOutcome
 from agentenvs.core.keys import stable_digest
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.core.protocol import ActionProtocol
 from agentenvs.core.spaces import observation_text_space
 
@@ -96,6 +102,9 @@ from agentenvs.babyai.tasks import DEFAULT_MIX, BabyAITask, BabyAITaskSource, ma
 _GRID_ACTIONS = frozenset({3, 4, 5})  # pickup, drop, toggle
 _EMPTY_CODE = (1, 0, 0)
 _DESC_ATTRS = ("desc", "desc_move", "desc_fixed")
+_CHANGING_TYPES = frozenset({"door", "key", "ball", "box"})  # what steps move, open or unlock
+# what minigrid's verifier instructions change as the episode goes (the rest is fixed at reset)
+_VERIFIER_FIELDS = ("a_done", "b_done", "preCarrying", "lastStepMatch")
 
 
 def grid_encoding(grid: Any) -> np.ndarray:
@@ -113,7 +122,7 @@ def _object_code(obj: WorldObj | None) -> tuple[int, ...] | None:
 
 
 class BabyAIEnv(AgentEnv[BabyAITask, int]):
-    """A BabyAI level of minigrid, played in text; see the module docstring.
+    """A BabyAI level of minigrid, played in text; the table follows the arguments.
 
     Args:
         level: a BabyAI level name (``"GoToLocal"`` or ``"BabyAI-GoToLocal-v0"``);
@@ -134,6 +143,16 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         {"outcome": 1.0, "progress": 0.1, "format": 0.0, "invalid_action": -0.1}
     )
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You control an agent in a small grid world and must complete the stated mission by turni"
+            "ng, moving forward and handling objects (pick up, drop, toggle doors).",
+            self.protocol,
+            example="go forward",
+        )
 
     def __init__(
         self,
@@ -181,6 +200,10 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._grid_key = ""
         self._targets: tuple[tuple[int, int], ...] = ()
         self._text = ""
+        self._initial_cells: list[WorldObj | None] = []
+        self._objects: list[WorldObj] = []
+        self._object_index: dict[int, int] = {}
+        self._movable: list[WorldObj] = []
 
     # ------------------------------------------------------------ the world
     def _world_for(self, level: str) -> RoomGridLevel:
@@ -207,6 +230,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         ]
         self._grid_changed()
         self._describe(observation)
+        self._index_objects()
 
     def _parse_action(self, action: str) -> int:
         return parse_action(action)
@@ -225,6 +249,67 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._outcome = float(reward)
         self._describe(observation)
         return StepOutcome(components={"outcome": float(reward)}, terminated=bool(terminated))
+
+    # ------------------------------------------------------------ snapshots
+    def _index_objects(self) -> None:
+        """Number the episode's objects (minigrid makes them all at reset; steps only move,
+        open, unlock or reveal them), so a snapshot can name them by index."""
+        cells = self.world.grid.grid
+        self._initial_cells = list(cells)
+        objects = [cell for cell in cells if cell is not None]
+        objects += [cell.contains for cell in objects if cell.type == "box" and cell.contains is not None]
+        self._objects = objects
+        self._object_index = {id(obj): index for index, obj in enumerate(objects)}
+        self._movable = [obj for obj in objects if obj.type in _CHANGING_TYPES]
+
+    def _world_state(self) -> Any:
+        world, index = self.world, self._object_index
+        cells = tuple(
+            (cell, -1 if now is None else index[id(now)])
+            for cell, (now, then) in enumerate(zip(world.grid.grid, self._initial_cells))
+            if now is not then
+        )
+        objects = tuple(
+            (_position(obj.cur_pos), getattr(obj, "is_open", False), getattr(obj, "is_locked", False))
+            for obj in self._movable
+        )
+        verifier = verifier_state(world.instrs, index)
+        agent = (*_position(world.agent_pos), int(world.agent_dir), int(world.step_count))
+        carrying = None if world.carrying is None else index[id(world.carrying)]
+        mine = (self._grid.tobytes(), self._grid_key, self._targets, self._text, self._success, self._outcome,
+                self.last_action, tuple(index[id(box)] for box in self._boxes))  # fmt: skip
+        return (cells, objects, agent, carrying, verifier, mine)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        cells, objects, agent, carrying, verifier, mine = state
+        world = self.world
+        world.grid.grid[:] = self._initial_cells
+        for cell, index in cells:
+            world.grid.grid[cell] = None if index < 0 else self._objects[index]
+        for obj, (position, is_open, is_locked) in zip(self._movable, objects):
+            obj.cur_pos = position
+            if obj.type == "door":
+                obj.is_open, obj.is_locked = is_open, is_locked
+        if carrying is not None:
+            self._objects[carrying].cur_pos = np.array([-1, -1])  # as minigrid marks a carried object
+        x, y, direction, world.step_count = agent
+        world.agent_pos, world.agent_dir = (x, y), direction
+        world.carrying = None if carrying is None else self._objects[carrying]
+        restore_verifier(world.instrs, verifier, self._objects)
+        (grid, self._grid_key, self._targets, self._text, self._success, self._outcome, self.last_action,
+         boxes) = mine  # fmt: skip
+        self._grid = np.frombuffer(grid, dtype=np.uint8).reshape(self._grid.shape).copy()
+        self._boxes = [self._objects[index] for index in boxes]
+        self.episode += 1  # an expert replans from the restored state
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_object_index"]  # keyed by id(): rebuilt for the copy's objects
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._object_index = {id(obj): index for index, obj in enumerate(self._objects)}
 
     def _grid_changed(self) -> None:
         """Refresh what only pick up, drop and toggle change: the state key's grid part, targets."""
@@ -246,7 +331,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         return f"{self._text}\n\n{ACTION_HELP}"
 
     def action_help(self) -> str:
-        return ACTION_HELP
+        return f"Send one action, exactly as written (lower case): {', '.join(TEXT_ACTIONS)}."
 
     def admissible_actions(self) -> list[str]:
         return list(TEXT_ACTIONS)
@@ -304,6 +389,44 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
 
     def expert(self) -> BabyAIExpert:
         return BabyAIExpert(self)
+
+
+def _verifier_parts(instr: Instr) -> list[Any]:
+    """The mission verifier's instructions and object descriptions, in a fixed order."""
+    parts: list[Any] = [instr]
+    if isinstance(instr, SeqInstr):
+        parts += _verifier_parts(instr.instr_a) + _verifier_parts(instr.instr_b)
+    parts += [getattr(instr, attr) for attr in _DESC_ATTRS if getattr(instr, attr, None) is not None]
+    return parts
+
+
+def verifier_state(instr: Instr, index: Mapping[int, int]) -> tuple[Any, ...]:
+    """What the verifier has seen so far (sequence parts done, what was carried, where the
+    described objects are), objects named by their index."""
+    state: list[Any] = []
+    for part in _verifier_parts(instr):
+        if isinstance(part, Instr):
+            values = [getattr(part, name, None) for name in _VERIFIER_FIELDS]
+            carried = values[2]
+            values[2] = None if carried is None else index[id(carried)]
+            state.append(tuple(values))
+        else:
+            objects = tuple(index[id(obj)] for obj in part.obj_set)
+            state.append((objects, tuple(_position(position) for position in part.obj_poss)))
+    return tuple(state)
+
+
+def restore_verifier(instr: Instr, state: tuple[Any, ...], objects: list[WorldObj]) -> None:
+    """Put ``instr`` (this task's verifier) back into ``state`` (from :func:`verifier_state`)."""
+    for part, values in zip(_verifier_parts(instr), state, strict=True):
+        if isinstance(part, Instr):
+            for name, value in zip(_VERIFIER_FIELDS, values):
+                if hasattr(part, name):
+                    setattr(part, name, objects[value] if name == "preCarrying" and value is not None else value)
+        else:
+            indices, positions = values
+            part.obj_set = [objects[i] for i in indices]
+            part.obj_poss = list(positions)
 
 
 def _instr_parts(instr: SeqInstr) -> tuple[Instr, Instr, bool]:

@@ -1,7 +1,8 @@
 """What every env family shares: the env contract, action protocol, keys, tasks."""
 
 from agentenvs.core.agent import Agent
-from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
+from agentenvs.core.chat import ChatClient, ChatError, ChatReply
+from agentenvs.core.env import AgentEnv, EnvSnapshot, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.keys import (
     canonical_bytes,
     derive_rng,
@@ -10,7 +11,7 @@ from agentenvs.core.keys import (
     stable_digest,
     text_key,
 )
-from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text
+from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text, find_block, normalize_action
 from agentenvs.core.registration import NAMESPACE, EnvEntry
 from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space
 from agentenvs.core.tasks import (
@@ -28,7 +29,11 @@ __all__ = [
     "ActionProtocol",
     "Agent",
     "AgentEnv",
+    "ChatClient",
+    "ChatError",
+    "ChatReply",
     "EnvEntry",
+    "EnvSnapshot",
     "IdListTaskSource",
     "InvalidAction",
     "ListTaskSource",
@@ -41,6 +46,8 @@ __all__ = [
     "coerce_text",
     "derive_rng",
     "derive_seed",
+    "find_block",
+    "normalize_action",
     "normalize_text",
     "observation_text_space",
     "resolve_weights",

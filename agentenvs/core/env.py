@@ -33,11 +33,34 @@ per primitive; a transition's reward is the weighted sum of that primitive's
 components, so ``reward`` = Σ transition rewards + the turn-level
 ``format``/``invalid_action`` terms), ``admissible_actions`` where the env
 can enumerate them, ``privileged`` where the env has hidden information, and
-at the episode's end ``success`` and ``score``.
+at the episode's end ``success`` (bool) and ``score`` (float in [0, 1]; a
+family's own scale, such as WebShop's ×100 paper score, travels under its own
+key).
+
+Info values keep one type per key, in every state of every episode, so
+Gymnasium's vector envs can stack them: a number never becomes ``None``. Where
+a number has no value (Sokoban's ``optimal_moves_left`` once the room is
+deadlocked) the env reports the sentinel ``-1`` for counts and says so in its
+docstring.
+
+Snapshots (``snapshot()`` / ``restore(snapshot)``, also
+``reset(options={"snapshot": snapshot})``) copy and restore the whole state of
+an episode: task, world, turn, done flag, state key, potentials, the last
+observation and the env's RNG. A snapshot is a small picklable
+:class:`EnvSnapshot`; restoring it into any env of the same class and
+arguments (another process included) continues bit-identically. Families
+store their world directly (``_world_state`` / ``_restore_world``); the default
+keeps the primitives applied since reset and replays them from the task's
+start.
+
+Envs pickle and deep-copy, before and after reset; large read-only data (a
+catalog) travels as a handle that reopens its memory-mapped files.
 """
 
 from __future__ import annotations
 
+import inspect
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,6 +90,27 @@ class StepOutcome:
     feedback: str = ""
     components: dict[str, float] = field(default_factory=dict)
     terminated: bool = False
+
+
+@dataclass(frozen=True)
+class EnvSnapshot:
+    """The whole state of an episode, as :meth:`AgentEnv.snapshot` takes it.
+
+    ``env`` names the env class (a snapshot restores only into that class);
+    ``world`` is the family's own small state (or the primitives applied since
+    reset); ``rng_state`` is the env RNG's bit-generator state.
+    """
+
+    env: str
+    task_id: str
+    turn: int
+    max_turns: int
+    done: bool
+    state_key: str
+    potentials: Mapping[str, float]
+    observation: str
+    rng_state: Mapping[str, Any] | None
+    world: Any
 
 
 def resolve_weights(defaults: Mapping[str, float], overrides: Mapping[str, float] | None) -> dict[str, float]:
@@ -127,6 +171,18 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         self._done = True
         self._state_key = ""
         self._potential_values: Mapping[str, float] = {}
+        self._episode_task: Any = None
+        self._last_text = ""
+        self._applied: list[Primitive] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Let ``help(EnvClass)`` show the family's table: a class docstring
+        gains its module's docstring when that holds the table (a ``====`` rule)."""
+        super().__init_subclass__(**kwargs)
+        module_doc = getattr(sys.modules.get(cls.__module__), "__doc__", None) or ""
+        own_doc = cls.__dict__.get("__doc__")
+        if own_doc and "\n====" in module_doc and inspect.cleandoc(module_doc) not in own_doc:
+            cls.__doc__ = f"{inspect.cleandoc(own_doc)}\n\n{inspect.cleandoc(module_doc)}\n"
 
     # ----------------------------------------------------------- family hooks
     def default_protocol(self) -> ActionProtocol:
@@ -164,6 +220,22 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
     def _potentials(self) -> Mapping[str, float]:
         """Potential Φ per potential-based component name, in the current state (a new mapping per call)."""
         return {}
+
+    def _world_state(self) -> Any:
+        """The world's state as small picklable data (default: the primitives applied since reset)."""
+        return tuple(self._applied)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        """Put the world into ``state`` (from :meth:`_world_state`) of the current task.
+
+        ``started`` tells that ``_start`` has just run for this task. The
+        default replays the recorded primitives from the task's start.
+        """
+        if not started:
+            self._start(self._episode_task)
+        for primitive in state:
+            self._apply(primitive)
+        self._applied = list(state)
 
     def _privileged(self) -> Mapping[str, Any] | None:
         """Hidden training-time information (never shown to the agent)."""
@@ -210,20 +282,27 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         super().reset(seed=seed)
         options = dict(options or {})
         task_id = options.pop("task_id", None)
+        snapshot = options.pop("snapshot", None)
         if options:
-            raise ValueError(f"unknown reset options {sorted(options)}; supported: ['task_id']")
+            raise ValueError(f"unknown reset options {sorted(options)}; supported: ['snapshot', 'task_id']")
+        if snapshot is not None:
+            if task_id is not None:
+                raise ValueError("reset options 'snapshot' and 'task_id' exclude each other")
+            return self.restore(snapshot)
         if task_id is None:
             size = self.task_source.size(self.split)
             index = seed % size if seed is not None else int(self.np_random.integers(size))
             task_id = self.task_source.task_id(self.split, index)
         task = self.task_source.load(str(task_id))
         self.task_id = str(task_id)
+        self._episode_task = task
         self.turn = 0
         self._done = False
+        self._applied = []
         self._start(task)
         self._state_key = self._compute_state_key()
         self._potential_values = self._potentials()
-        text = self._reset_observation()
+        text = self._last_text = self._reset_observation()
         return self._emit(text), self._info(text, {}, [], terminated=False, truncated=False)
 
     def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -251,6 +330,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             outcomes = []
             for raw, primitive in zip(parsed.actions, primitives):
                 outcome = self._apply(primitive)
+                self._applied.append(primitive)
                 step_components = dict(outcome.components)
                 potentials = self._potentials()
                 for name, value in potentials.items():
@@ -279,8 +359,56 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         truncated = not terminated and self.turn >= self.max_turns
         self._done = terminated or truncated
         reward = self._weighted(components)
+        self._last_text = text
         info = self._info(text, components, transitions, terminated=terminated, truncated=truncated)
         return self._emit(text), reward, terminated, truncated, info
+
+    def snapshot(self) -> EnvSnapshot:
+        """The episode's whole state, small and picklable; see :meth:`restore`."""
+        if self.task_id is None:
+            raise RuntimeError("nothing to snapshot: call reset() first")
+        rng = self._np_random
+        return EnvSnapshot(
+            env=self._snapshot_kind(),
+            task_id=self.task_id,
+            turn=self.turn,
+            max_turns=self.max_turns,
+            done=self._done,
+            state_key=self._state_key,
+            potentials=dict(self._potential_values),
+            observation=self._last_text,
+            rng_state=None if rng is None else rng.bit_generator.state,
+            world=self._world_state(),
+        )
+
+    def restore(self, snapshot: EnvSnapshot) -> tuple[Any, dict[str, Any]]:
+        """Put the env into the state ``snapshot`` holds; returns its observation and info.
+
+        The info is a reset's (no reward components, no transitions). Stepping
+        on gives exactly what stepping on from the snapshotted env gives.
+        Through Gymnasium's wrappers use ``env.reset(options={"snapshot": s})``
+        (the snapshot's RNG state then replaces a seed given with it).
+        """
+        if not isinstance(snapshot, EnvSnapshot) or snapshot.env != self._snapshot_kind():
+            raise ValueError(f"not a snapshot of a {type(self).__name__}: {type(snapshot).__name__}")
+        started = self.task_id != snapshot.task_id or self._episode_task is None
+        if started:
+            self._episode_task = self.task_source.load(snapshot.task_id)
+            self.task_id = snapshot.task_id
+            self._start(self._episode_task)
+        self._restore_world(snapshot.world, started=started)
+        self.turn = snapshot.turn
+        self.max_turns = snapshot.max_turns
+        self._done = snapshot.done
+        self._state_key = snapshot.state_key
+        self._potential_values = dict(snapshot.potentials)
+        if snapshot.rng_state is not None:
+            self.np_random.bit_generator.state = snapshot.rng_state
+        text = self._last_text = snapshot.observation
+        return self._emit(text), self._info(text, {}, [], terminated=self._done, truncated=False)
+
+    def _snapshot_kind(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}"
 
     def render(self) -> Any:
         if self.render_mode == "ansi":

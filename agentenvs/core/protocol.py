@@ -1,14 +1,27 @@
 """The action protocol: from a raw model response to the action(s) it names.
 
-A response is *well formed* when it is, apart from surrounding whitespace::
+One reading rule serves every family (new ones included):
 
-    [<think> ... </think>] <action> a1 [SEP a2 ...] </action>
+1. **Tags.** A response is *well formed* when it is, apart from surrounding
+   whitespace::
 
-with exactly one action block, at most one think block placed before it
-(required when ``require_think``), no other text outside the tags, and between
-one and ``max_actions`` non-empty actions. Tag names and the separator are
-configurable (Search-R1 style envs use ``<search>``/``<answer>`` through their
-own parser built on the same pieces).
+       [<think> ... </think>] <action> a1 [SEP a2 ...] </action>
+
+   with exactly one action block, at most one think block placed before it
+   (required when ``require_think``), no other text outside the tags, and
+   between one and ``max_actions`` non-empty actions. Tag names match in any
+   case (``<ACTION>``, ``<Action>``); they and the separator are configurable
+   (Search-R1 style envs read ``<search>``/``<answer>`` with their own parser
+   built on :func:`find_block` and :func:`normalize_action`).
+2. **Each action** is read by :func:`normalize_action`: surrounding
+   whitespace and one trailing sentence period are stripped (``" left. "``
+   reads ``left``), and the case is folded to lower case only where the
+   env's commands are case-insensitive in the original (``fold_case``; each
+   family's docstring says which it is and why).
+3. **Format** is decided by the same reading: the ``format`` reward
+   component is 1 exactly when the response is well formed under rule 1,
+   whatever the env then makes of the action; a trailing period or the case
+   of a tag does not change it.
 
 Extraction is more lenient than the format check, so that the format reward
 and the action's validity stay separate signals:
@@ -26,7 +39,9 @@ text, unbalanced tags. Work is linear in the response length.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -57,17 +72,41 @@ def coerce_text(response: object) -> str:
         return ""
 
 
+def normalize_action(action: str, *, fold_case: bool = False) -> str:
+    """One action as every family reads it (rule 2 of the module docstring).
+
+    Surrounding whitespace and then one trailing sentence period are stripped
+    (``"  go forward. "`` reads ``"go forward"``); with ``fold_case`` the
+    result is lower-cased, for envs whose original commands ignore case.
+    """
+    text = action.strip()
+    if text.endswith("."):
+        text = text[:-1].rstrip()
+    return text.lower() if fold_case else text
+
+
+@lru_cache(maxsize=64)
+def _tag_pattern(tag: str) -> re.Pattern[str]:
+    """``<tag>`` in any (ASCII) case."""
+    return re.compile(re.escape(f"<{tag}>"), re.IGNORECASE | re.ASCII)
+
+
+def find_tag(text: str, tag: str, start: int = 0) -> int:
+    """Index of the first ``<tag>`` (any case) at or after ``start``, else -1."""
+    match = _tag_pattern(tag).search(text, start)
+    return -1 if match is None else match.start()
+
+
 def find_block(text: str, tag: str, start: int = 0) -> tuple[int, int, int] | None:
-    """Locate ``<tag>...</tag>`` from ``start``: (open index, content start, close end)."""
-    opening, closing = f"<{tag}>", f"</{tag}>"
-    begin = text.find(opening, start)
+    """Locate ``<tag>...</tag>`` (tag names in any case) from ``start``: (open index, content start, close end)."""
+    begin = find_tag(text, tag, start)
     if begin < 0:
         return None
-    content_start = begin + len(opening)
-    end = text.find(closing, content_start)
+    content_start = begin + len(tag) + 2
+    end = find_tag(text, f"/{tag}", content_start)
     if end < 0:
         return None
-    return begin, content_start, end + len(closing)
+    return begin, content_start, end + len(tag) + 3
 
 
 class ActionProtocol:
@@ -83,6 +122,8 @@ class ActionProtocol:
         max_action_chars: longer action text is rejected (keeps error
             messages and env work bounded).
         allow_bare: accept a tag-free response as the action itself.
+        fold_case: lower-case every action (for envs whose original commands
+            are case-insensitive); see :func:`normalize_action`.
     """
 
     def __init__(
@@ -95,6 +136,7 @@ class ActionProtocol:
         max_actions: int = 1,
         max_action_chars: int = 2000,
         allow_bare: bool = True,
+        fold_case: bool = False,
     ) -> None:
         if max_actions < 1:
             raise ValueError(f"max_actions must be >= 1, got {max_actions}")
@@ -107,6 +149,7 @@ class ActionProtocol:
         self.max_actions = max_actions
         self.max_action_chars = max_action_chars
         self.allow_bare = allow_bare
+        self.fold_case = fold_case
 
     def format(self, actions: str | list[str] | tuple[str, ...], think: str | None = None) -> str:
         """Build a well-formed response naming ``actions`` (what scripted agents send)."""
@@ -125,26 +168,26 @@ class ActionProtocol:
         action_close = f"</{self.action_tag}>"
         block = find_block(text, self.action_tag)
         if block is None:
-            if action_open in text:
+            if find_tag(text, self.action_tag) >= 0:
                 return ParsedResponse((), False, f"unclosed {action_open} tag")
-            if action_close in text or self._has_tag(text, self.think_tag):
+            if find_tag(text, f"/{self.action_tag}") >= 0 or self._has_tag(text, self.think_tag):
                 return ParsedResponse((), False, f"no {action_open}...{action_close} block")
             if not self.allow_bare:
                 return ParsedResponse((), False, f"no {action_open}...{action_close} block")
-            return self._split(text.strip(), well_formed=False, think=None)
+            return self._split(text, well_formed=False, think=None)
 
         begin, content_start, end = block
         think_text, well_formed = self._check_layout(text, begin, end)
-        content = text[content_start : end - len(action_close)].strip()
+        content = text[content_start : end - len(action_close)]
         return self._split(content, well_formed=well_formed, think=think_text)
 
     def _has_tag(self, text: str, tag: str) -> bool:
-        return f"<{tag}>" in text or f"</{tag}>" in text
+        return find_tag(text, tag) >= 0 or find_tag(text, f"/{tag}") >= 0
 
     def _check_layout(self, text: str, begin: int, end: int) -> tuple[str | None, bool]:
         """Whether everything outside the action block is one optional think block."""
         before, after = text[:begin], text[end:]
-        well_formed = not after.strip() and f"<{self.action_tag}>" not in after
+        well_formed = not after.strip() and find_tag(after, self.action_tag) < 0
         think = find_block(before, self.think_tag)
         if think is None:
             well_formed = well_formed and not before.strip() and not self.require_think
@@ -156,14 +199,15 @@ class ActionProtocol:
         return think_text, well_formed
 
     def _split(self, content: str, *, well_formed: bool, think: str | None) -> ParsedResponse:
+        content = content.strip()
         if not content:
             return ParsedResponse((), False, "empty action", think)
         if len(content) > self.max_action_chars:
             return ParsedResponse((), False, f"action longer than {self.max_action_chars} characters", think)
-        if self.separator:
-            actions = tuple(part.strip() for part in content.split(self.separator) if part.strip())
-        else:
-            actions = (content,)
+        parts = content.split(self.separator) if self.separator else [content]
+        actions = tuple(
+            action for action in (normalize_action(p, fold_case=self.fold_case) for p in parts) if action
+        )
         if not actions:
             return ParsedResponse((), False, "empty action", think)
         if len(actions) > self.max_actions:

@@ -9,9 +9,13 @@ Observation            text (default): the grid, one line per row, and a legend
                        uint8)``; ``"text+image"``: ``Dict(text, image)``.
 Action                 free text; ``<action>up || left</action>`` (optionally
                        after ``<think>…</think>``) or the bare moves. Moves: up,
-                       down, left, right, case-insensitive, at most
-                       ``max_actions_per_turn`` per turn separated by ``||``. A
-                       turn with any unknown move applies none.
+                       down, left, right, at most ``max_actions_per_turn`` per
+                       turn separated by ``||``. A turn with any unknown move
+                       applies none. Read by the core rule
+                       (:mod:`agentenvs.core.protocol`) with case folded:
+                       ``Up.`` reads ``up``, as RAGEN and verl-agent read moves
+                       (both lower-case the response; gym-sokoban itself takes
+                       integer actions).
 Reward components      unweighted values; reward = Σ weight · value
   ``outcome``          1 on the step that puts the last box on a target.
                        Weight 10. Not potential-based (paid once: it ends the
@@ -37,7 +41,8 @@ Truncation             ``max_turns`` turns (MT-PPO setting: 3 turns × 3 moves;
 State key              digest of the room (walls + targets), the player cell
                        and the sorted box cells.
 Privileged info        ``optimal_moves_left``: minimum moves from the current
-                       state to the goal, ``None`` once the room is deadlocked.
+                       state to the goal, ``-1`` once the room is deadlocked
+                       (an int in every state, so vector envs can stack it).
 Tasks                  generated (see :mod:`agentenvs.sokoban.generator`): by
                        default rooms whose optimal solution fits the move
                        budget ``max_turns × max_actions_per_turn``, so every
@@ -61,6 +66,7 @@ from agentenvs.core import (
     TaskSource,
     observation_text_space,
 )
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.sokoban.expert import SokobanExpert
 from agentenvs.sokoban.generator import GeneratorConfig, SokobanTask, SokobanTaskSource
 from agentenvs.sokoban.render import image_shape, render_rgb
@@ -98,6 +104,17 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
     }
     default_max_turns: ClassVar[int] = 3
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are solving a Sokoban puzzle on a grid. Push every box onto a target: each move "
+            "(up, down, left, right) takes you one square, walking into a box pushes it, boxes cannot be "
+            f"pulled, and a box pushed into a corner may be stuck for good. You have {self.max_turns} turns.",
+            self.protocol,
+            example="left",
+        )
 
     def __init__(
         self,
@@ -171,7 +188,7 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         return image_shape(room.height, room.width)
 
     def default_protocol(self) -> ActionProtocol:
-        return ActionProtocol(separator="||", max_actions=self.max_actions_per_turn)
+        return ActionProtocol(separator="||", max_actions=self.max_actions_per_turn, fold_case=True)
 
     def _introduction(self) -> str:
         if self.max_actions_per_turn == 1:
@@ -204,11 +221,10 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         self._player, self._boxes = task.player, task.boxes
 
     def _parse_action(self, action: str) -> str:
-        direction = action.strip().lower()
-        if direction not in DIRECTIONS:
+        if action not in DIRECTIONS:
             shown = action if len(action) <= 40 else action[:37] + "..."
             raise InvalidAction(f"{shown!r} is not a move")
-        return direction
+        return action
 
     def _apply(self, primitive: str) -> StepOutcome:
         room = self._task.room
@@ -237,8 +253,15 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
     def _is_success(self) -> bool:
         return is_solved(self._task.room, self._boxes)
 
+    def _world_state(self) -> Any:
+        return (self._player, self._boxes)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        self._player, self._boxes = state
+
     def _privileged(self) -> Mapping[str, Any]:
-        return {"optimal_moves_left": self._task.space.moves_to_goal(self._player, self._boxes)}
+        moves = self._task.space.moves_to_goal(self._player, self._boxes)
+        return {"optimal_moves_left": -1 if moves is None else moves}
 
     def admissible_actions(self) -> list[str]:
         return list(DIRECTIONS)

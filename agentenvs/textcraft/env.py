@@ -16,7 +16,12 @@ action             one command per turn, in ``<action>...</action>`` or bare:
                    ``get N item`` (fetchable items only, any amount),
                    ``craft N item using N item, N item, ...`` (exact recipe
                    counts; a tag ingredient such as ``planks`` is given as one
-                   of its items, ``oak planks``), ``inventory``
+                   of its items, ``oak planks``), ``inventory``. Read by the
+                   core rule (:mod:`agentenvs.core.protocol`: any-case tags,
+                   surrounding whitespace and one trailing period stripped);
+                   case-sensitive, as in ADaPT's TextCraft, which matches its
+                   command patterns and item ids on the text as written
+                   (``Inventory`` answers ``Could not execute Inventory``)
 reward             weighted sum of (unweighted values in ``reward_components``):
   outcome          1 when the goal is crafted (ends the episode); weight 1.0
   progress         Φ(s') − Φ(s), **potential-based**; weight 0.2. Φ = share of
@@ -34,6 +39,7 @@ reward             weighted sum of (unweighted values in ``reward_components``):
   invalid_action   1 when the turn names no runnable command (a failed get or
                    craft, text that is no command, no action block); the world
                    is unchanged; the observation is TextCraft's failure text
+                   followed by a line with the command grammar
                    (``Invalid action: {why}. {grammar}`` and the state when no
                    action could be read); not potential-based; weight −0.1
 termination        the goal is crafted
@@ -78,6 +84,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.core.protocol import ActionProtocol
 from agentenvs.textcraft.expert import PlanTree, TextCraftExpert, craft_command, plan_commands
 from agentenvs.textcraft.recipes import Ingredient, display_name, load_recipe_book
@@ -88,7 +95,7 @@ NONSENSE_ACTIONS = ("look around", "craft", "get oak planks", "check inventory",
 
 
 class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
-    """TextCraft with ADaPT's goals, texts and step limit; see the module docstring.
+    """TextCraft with ADaPT's goals, texts and step limit; the table follows the arguments.
 
     Args:
         split: ``"train"``, ``"valid"``, ``"test"`` or ``"adapt"``.
@@ -107,6 +114,17 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
     }
     default_max_turns = 40
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are crafting items in a Minecraft-like text world. Get base items and craft intermed"
+            "iate items with the listed crafting commands until you hold the goal item. Commands: get"
+            " N item; craft N item using N item, N item, ...; inventory.",
+            self.protocol,
+            example="get 1 oak log",
+        )
 
     def __init__(
         self,
@@ -163,7 +181,9 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
 
     def _invalid_observation(self, error: str) -> str:
         feedback, self._failure_feedback = self._failure_feedback, None
-        return feedback if feedback is not None else super()._invalid_observation(error)
+        if feedback is None:
+            return super()._invalid_observation(error)
+        return f"{feedback}\n{self.action_help()}"
 
     def _state_key_data(self) -> Any:
         # the inventory as sorted (item, count) pairs: a multiset, whatever the listing order
@@ -171,6 +191,15 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
 
     def _is_success(self) -> bool:
         return self.world.goal_crafted
+
+    def _world_state(self) -> Any:
+        # the inventory in its listing order, which ``inventory`` shows
+        return (tuple(self.world.inventory.items()), self.world.goal_crafted)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        inventory, self.world.goal_crafted = state
+        self.world.inventory = dict(inventory)
+        self._failure_feedback = None
 
     def _potentials(self) -> Mapping[str, float]:
         return {"progress": self._plan_trees[self.task.goal].covered_share(self.world.inventory)}
@@ -181,7 +210,7 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
         return {"goal": self.task.goal, "reference_plan": list(self._reference_plans[self.task.goal])}
 
     def action_help(self) -> str:
-        return "Send one command: get N item | craft N item using N item, N item, ... | inventory"
+        return "Send one command (case-sensitive): get N item | craft N item using N item, N item, ... | inventory"
 
     # ---------------------------------------------------------------- agents
     def expert(self) -> TextCraftExpert:

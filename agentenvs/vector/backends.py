@@ -25,6 +25,7 @@ from agentenvs.vector.slices import (
     EpisodeHistory,
     MakeRegistered,
     ResetRequest,
+    RestoreRequest,
     StepResult,
 )
 from agentenvs.vector.workers import ProcessWorker, RayWorker, Worker, WorkerDied
@@ -38,11 +39,16 @@ class InProcessBackend:
     def __init__(self, factory: EnvFactory, num_envs: int) -> None:
         self.envs = EnvSlice(factory, range(num_envs))
 
-    def reset(self, requests: Mapping[int, ResetRequest]) -> dict[int, tuple[Any, dict[str, Any]]]:
+    def reset(
+        self, requests: Mapping[int, ResetRequest | RestoreRequest]
+    ) -> dict[int, tuple[Any, dict[str, Any]]]:
         return self.envs.reset(requests)
 
     def step(self, responses: Mapping[int, Any]) -> dict[int, StepResult | Crash]:
         return self.envs.step(responses)
+
+    def snapshot(self, indices: Sequence[int]) -> dict[int, Any]:
+        return self.envs.snapshot(dict.fromkeys(indices))
 
     def close(self) -> None:
         self.envs.close()
@@ -61,15 +67,17 @@ class WorkerBackend:
         try:
             for worker in self.workers:
                 worker.wait_ready()
-        except WorkerDied:
+        except WorkerDied as died:
             self.close()
-            raise RuntimeError("an env worker died while building its envs") from None
+            raise RuntimeError(f"{died} before building its envs; {died.worker_cause}") from None
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ calls
-    def reset(self, requests: Mapping[int, ResetRequest]) -> dict[int, tuple[Any, dict[str, Any]]]:
+    def reset(
+        self, requests: Mapping[int, ResetRequest | RestoreRequest]
+    ) -> dict[int, tuple[Any, dict[str, Any]]]:
         for index in requests:
             self.histories.pop(index, None)
             self.lost.pop(index, None)
@@ -97,6 +105,18 @@ class WorkerBackend:
                 self.histories.pop(index, None)
             else:
                 self.histories[index] = self.histories[index].extended(response, result[4].get("state_key"))
+        return results
+
+    def snapshot(self, indices: Sequence[int]) -> dict[int, Any]:
+        results: dict[int, Any] = {}
+        for worker, batch in self._scatter_and_gather("snapshot", dict.fromkeys(indices), results):
+            self._restore(worker)
+            try:
+                results.update(worker.call("snapshot", batch))
+            except WorkerDied:
+                raise RuntimeError(
+                    f"an env worker died twice while taking snapshots of {sorted(batch)}"
+                ) from None
         return results
 
     def close(self) -> None:

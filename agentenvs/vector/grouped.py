@@ -15,6 +15,11 @@ is the last info with zeroed ``reward_components``, no ``transitions`` and
 ``finished=True``; its response may be ``None``. Every info carries
 ``group``, ``copy`` and ``finished``.
 
+Branching (Monte-Carlo value estimates, tree search): ``snapshot(i)`` takes
+env ``i``'s state (:meth:`agentenvs.core.AgentEnv.snapshot`);
+``branch(snapshots)`` starts the N copies of group ``g`` from
+``snapshots[g]``, so N continuations of one state run as a batch.
+
 An episode whose step raises, or whose action kills the worker process,
 ends as truncated with ``info["crashed"] = True``, ``success`` False,
 ``score`` 0.0 and the reason in ``info["error"]``; the other envs go on
@@ -29,8 +34,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentenvs.core.env import EnvSnapshot
 from agentenvs.vector.backends import make_backend
-from agentenvs.vector.slices import Crash, ResetRequest, StepResult, env_factory
+from agentenvs.vector.slices import Crash, ResetRequest, RestoreRequest, StepResult, env_factory
 
 
 class GroupedVectorEnv:
@@ -103,7 +109,6 @@ class GroupedVectorEnv:
             raise ValueError(
                 f"task_ids must name one task per group ({self.num_groups}), got {len(task_ids)}"
             )
-        self._started = False  # until this reset succeeds
         first_seed = self._next_seed if seed is None else int(seed)
         self._next_seed = first_seed + self.num_groups
         requests = {}
@@ -111,6 +116,33 @@ class GroupedVectorEnv:
             group = self.group_of(index)
             task_id = None if task_ids is None else str(task_ids[group])
             requests[index] = ResetRequest(first_seed + group, task_id)
+        return self._start(requests)
+
+    def branch(self, snapshots: Sequence[EnvSnapshot]) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Start the N copies of group ``g`` from ``snapshots[g]`` (one snapshot per group).
+
+        Returns observations and infos as :meth:`reset` does; stepping on
+        continues each copy exactly as the snapshotted env would.
+        """
+        if len(snapshots) != self.num_groups:
+            raise ValueError(f"branch needs one snapshot per group ({self.num_groups}), got {len(snapshots)}")
+        if any(snapshot.done for snapshot in snapshots):
+            raise ValueError("cannot branch from a snapshot of an ended episode")
+        requests = {index: RestoreRequest(snapshots[self.group_of(index)]) for index in range(self.num_envs)}
+        return self._start(requests)
+
+    def snapshot(self, index: int) -> EnvSnapshot:
+        """Env ``index``'s state now, for :meth:`branch` or ``env.reset(options={"snapshot": ...})``."""
+        if not self._started:
+            raise RuntimeError("call reset() before snapshot()")
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"env index {index} outside [0, {self.num_envs})")
+        return self._backend.snapshot([index])[index]
+
+    def _start(
+        self, requests: Mapping[int, ResetRequest | RestoreRequest]
+    ) -> tuple[list[Any], list[dict[str, Any]]]:
+        self._started = False  # until this start succeeds
         results = self._backend.reset(requests)
         for index in range(self.num_envs):
             observation, info = results[index]

@@ -70,10 +70,20 @@ class ResetRequest:
 
 
 @dataclass(frozen=True)
+class RestoreRequest:
+    """Start an env copy from a snapshot: ``reset(options={"snapshot": snapshot})``."""
+
+    snapshot: Any
+
+    def apply(self, env: gym.Env) -> tuple[Any, dict[str, Any]]:
+        return env.reset(options={"snapshot": self.snapshot})
+
+
+@dataclass(frozen=True)
 class EpisodeHistory:
     """Everything needed to rebuild an env's state: its reset and the responses since."""
 
-    reset: ResetRequest
+    reset: ResetRequest | RestoreRequest
     responses: tuple[Any, ...] = ()
     state_key: str | None = None
 
@@ -94,7 +104,9 @@ class EnvSlice:
     def __init__(self, factory: EnvFactory, indices: Sequence[int]) -> None:
         self.envs = {index: factory() for index in indices}
 
-    def reset(self, requests: Mapping[int, ResetRequest]) -> dict[int, tuple[Any, dict[str, Any]]]:
+    def reset(
+        self, requests: Mapping[int, ResetRequest | RestoreRequest]
+    ) -> dict[int, tuple[Any, dict[str, Any]]]:
         return {index: request.apply(self.envs[index]) for index, request in requests.items()}
 
     def step(self, responses: Mapping[int, Any]) -> dict[int, StepResult | Crash]:
@@ -106,6 +118,10 @@ class EnvSlice:
             except Exception:
                 results[index] = Crash(f"step raised: {traceback.format_exc(limit=-4).strip()}")
         return results
+
+    def snapshot(self, indices: Mapping[int, Any]) -> dict[int, Any]:
+        """The snapshot of each named env (``env.unwrapped.snapshot()``)."""
+        return {index: self.envs[index].unwrapped.snapshot() for index in indices}
 
     def replay(self, histories: Mapping[int, EpisodeHistory]) -> dict[int, str | None | Crash]:
         """Rebuild each env from its history; the state key it ends in, for checking."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import signal
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -21,7 +22,11 @@ from agentenvs.vector.slices import EnvFactory, EnvSlice
 
 
 class WorkerDied(Exception):
-    """The worker process or actor is gone."""
+    """The worker process or actor is gone; ``worker_cause`` says what can kill one before it starts."""
+
+    def __init__(self, message: str, worker_cause: str = "see the worker's log") -> None:
+        super().__init__(message)
+        self.worker_cause = worker_cause
 
 
 class Worker(ABC):
@@ -64,8 +69,8 @@ class Worker(ABC):
         self.launch()
         try:
             self.wait_ready()
-        except WorkerDied:
-            raise RuntimeError("a restarted env worker died while building its envs") from None
+        except WorkerDied as died:
+            raise RuntimeError(f"a restarted env worker died while building its envs: {died}") from None
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -144,13 +149,28 @@ class ProcessWorker(Worker):
         try:
             status, value = self.conn.recv()
         except (EOFError, ConnectionResetError, OSError):
-            raise WorkerDied(f"env worker pid {self.process.pid} died") from None
+            self.process.join(timeout=5)
+            raise WorkerDied(
+                f"env worker pid {self.process.pid} died (exit code {self.process.exitcode})",
+                self._start_cause(),
+            ) from None
         if status == "error":
             raise value
         return value
 
     def pid(self) -> int:
         return self.process.pid
+
+    def _start_cause(self) -> str:
+        """What kills a worker before it runs agentenvs' code (its own traceback is on stderr)."""
+        main_script = getattr(sys.modules.get("__main__"), "__file__", None)
+        if self.context.get_start_method() == "fork" or main_script is None:
+            return "its traceback is on stderr above"
+        return (
+            f"its traceback is on stderr above. A {self.context.get_start_method()} worker first imports "
+            f"the main script again ({main_script}); a script that builds the vector env at import time "
+            'fails there: put that code under `if __name__ == "__main__":`'
+        )
 
     def stop(self) -> None:
         if self.process is None:

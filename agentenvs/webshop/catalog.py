@@ -188,6 +188,10 @@ class Catalog:
         self._search_index: Any = None
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickles and copies travel as a handle: the receiver opens (or reuses) the memory-mapped files
+        return open_catalog, (str(self.directory),)
+
     @property
     def num_products(self) -> int:
         return len(self._products)

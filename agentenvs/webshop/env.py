@@ -10,7 +10,7 @@ Task source        built in: a generated catalog (default 10,000 products in
                    Splits: test = goals [0, 500), valid = [500, 1500),
                    train = the rest.
 Observation        the page as WebShop's text env shows it:
-                   ``observation_mode="text"`` (``" [SEP] "``-joined, the
+                   ``obs_mode="text"`` (``" [SEP] "``-joined, the
                    default), ``"text_rich"`` (``[button] … [button_]``
                    markers) or ``"html"`` (a self-contained HTML page of
                    the same content, for people; also ``render_mode="html"``);
@@ -19,15 +19,20 @@ Observation        the page as WebShop's text env shows it:
                    reads a Lucene index), 10 per page;
                    :mod:`~agentenvs.webshop.search`.
 Action             one per turn, ``<action>search[keywords]</action>`` or
-                   ``<action>click[x]</action>`` (bare text accepted).
-                   ``search[...]`` works on every page (keywords lowercased);
+                   ``<action>click[x]</action>`` (bare text accepted), read
+                   by the core rule (:mod:`agentenvs.core.protocol`: any-case
+                   tags, surrounding whitespace and one trailing period
+                   stripped). As in WebShop, the action name is
+                   case-sensitive (``Search[dress]`` is no action there) and
+                   the argument is lower-cased. ``search[...]`` works on
+                   every page; its keywords are free text, and a template
+                   placeholder such as ``search[<your query>]`` is refused.
                    ``x`` must be one of the page's clickables (lowercased
-                   buttons, ASINs, option values; never ``search``).
-                   ``info["admissible_actions"]`` lists them as verl-agent
-                   renders them: ``search[<your query>]`` where the page has
-                   a search bar, then ``click[x]`` for each clickable
-                   (the search page's ``click[search]`` included, which
-                   WebShop refuses).
+                   buttons, ASINs, option values; never ``search``, which
+                   WebShop refuses). ``info["admissible_actions"]`` lists
+                   ``click[x]`` for each clickable, as verl-agent renders
+                   them; searches cannot be enumerated, so the invalid-action
+                   observation states the search grammar beside that list.
 Rewards            ``outcome`` (weight 1.0): WebShop's reward of the bought
                    product at ``buy now``, in [0, 1]:
                    ``r_type · (n_attr + n_option + r_price) / (n_goal_attr +
@@ -48,9 +53,11 @@ Rewards            ``outcome`` (weight 1.0): WebShop's reward of the bought
                    response; weighting it invites well-formed filler turns,
                    countered by the 15-turn limit and ``outcome`` paying only
                    at a purchase.
-Termination        ``buy now`` (reward computed, ``score`` = 100 × reward,
-                   ``success`` = reward == 1); truncation after
-                   ``max_turns`` = 15 turns.
+Termination        ``buy now`` (reward computed, ``score`` = the reward in
+                   [0, 1] as for every env, ``paper_score`` = 100 × reward,
+                   the scale WebShop's papers report, ``success`` = reward
+                   == 1); truncation after ``max_turns`` = 15 turns (then
+                   ``score`` and ``paper_score`` are 0).
 State key          the catalog, the task (goal) and the whole session:
                    page, keywords, results page, open product, selected
                    options (sorted), sub-page and visited products.
@@ -62,12 +69,16 @@ from __future__ import annotations
 import copy
 import os
 import re
+import warnings
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.webshop import pages
 from agentenvs.webshop.catalog import Catalog, Goal, GoalTasks, Product
 from agentenvs.webshop.reward import RewardBreakdown, detect_noun_backend, get_reward
@@ -75,16 +86,20 @@ from agentenvs.webshop.search import SEARCH_RETURN_N, PyseriniIndex, SearchBacke
 
 OBSERVATION_MODES = ("text", "text_rich", "html")
 _ACTION = re.compile(r"(.+)\[(.+)\]")
+# what prompt templates write where the query goes ("<your query>", "<keywords>")
+_PLACEHOLDER = re.compile(r"\s*<[^<>]*>\s*")
+_SEARCH_GRAMMAR = "search[keywords] (any page; free-text keywords, e.g. search[red cotton dress])"
 
 Primitive = tuple[str, str]
 
 
 class WebShopEnv(AgentEnv[Goal, Primitive]):
-    """WebShop's shopping site as a multi-turn text env (see the module docstring).
+    """WebShop's shopping site as a multi-turn text env; the table follows the arguments.
 
     Args:
         split: ``"train" | "valid" | "test"``.
-        observation_mode: ``"text"``, ``"text_rich"`` or ``"html"``.
+        obs_mode: ``"text"``, ``"text_rich"`` or ``"html"`` (``observation_mode=``
+            is its deprecated former name).
         num_products: size of the generated catalog (ignored with ``data_dir``).
         catalog_seed: seed of the generated catalog.
         data_dir: folder with WebShop's published json files (default:
@@ -110,11 +125,22 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     default_max_turns: ClassVar[int] = 15
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "html"], "render_fps": 4}
 
+    @property
+    def instructions(self) -> str:
+        """The task and the action format a model is told (admissible actions arrive in info)."""
+        return compose_instructions(
+            "You are shopping on a web store for the product the instruction describes. Search with s"
+            "earch[keywords], open results, choose options and buy with click[x], x one of the page's"
+            " clickable elements; the reward is how well the bought product and options match.",
+            self.protocol,
+            example="search[red cotton shirt]",
+        )
+
     def __init__(
         self,
         split: str = "train",
         *,
-        observation_mode: str = "text",
+        obs_mode: str = "text",
         num_products: int = 10_000,
         catalog_seed: int = 0,
         data_dir: str | os.PathLike[str] | None = None,
@@ -129,17 +155,26 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         reward_weights: Mapping[str, float] | None = None,
         protocol: ActionProtocol | None = None,
         render_mode: str | None = None,
+        observation_mode: str | None = None,
     ) -> None:
-        if observation_mode not in OBSERVATION_MODES:
-            raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}")
+        if observation_mode is not None:
+            warnings.warn(
+                "WebShopEnv(observation_mode=...) is deprecated: use obs_mode=..., as every family does",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            obs_mode = observation_mode
+        if obs_mode not in OBSERVATION_MODES:
+            raise ValueError(f"obs_mode must be one of {OBSERVATION_MODES}, got {obs_mode!r}")
         self.catalog = load_catalog(num_products, catalog_seed, data_dir, data_size, human_goals, cache_dir)
         super().__init__(
             GoalTasks(self.catalog), split=split, max_turns=max_turns, reward_weights=reward_weights,
             protocol=protocol, render_mode=render_mode,
         )  # fmt: skip
-        self.observation_mode = observation_mode
+        self.obs_mode = obs_mode
         self.success_outcome = success_outcome
         self.noun_backend = noun_backend or detect_noun_backend()
+        self._search_args = (search_backend, pyserini_index)
         self.search_engine = self._search_engine(search_backend, pyserini_index)
         self._search = lru_cache(maxsize=256)(self._search_uncached)
         self.goal: Goal | None = None
@@ -147,6 +182,12 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         self.purchase: RewardBreakdown | None = None
         self._view: pages.PageView | None = None
         self._privileged_info: dict[str, Any] = {}
+
+    @property
+    def observation_mode(self) -> str:
+        """Deprecated name of :attr:`obs_mode`."""
+        warnings.warn("WebShopEnv.observation_mode is deprecated: use obs_mode", DeprecationWarning, stacklevel=2)
+        return self.obs_mode
 
     def _search_engine(self, backend: str, pyserini_index: str | os.PathLike[str] | None) -> SearchBackend:
         if backend == "bm25s":
@@ -178,6 +219,8 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         name, argument = match.groups()
         argument = argument.lower()
         if name == "search":
+            if _PLACEHOLDER.fullmatch(argument):
+                raise InvalidAction(f"{_clip(argument)!r} is a placeholder, not keywords")
             return ("search", argument)
         if name == "click":
             if argument != "search" and argument in self.view.clickables:
@@ -249,9 +292,9 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         )
 
     def _observation_text(self) -> str:
-        if self.observation_mode == "text":
+        if self.obs_mode == "text":
             return pages.render_text(self.view)
-        if self.observation_mode == "text_rich":
+        if self.obs_mode == "text_rich":
             return pages.render_text_rich(self.view, self.session)
         return pages.render_html(self.view, self.session)
 
@@ -272,7 +315,34 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         return self.purchase is not None and self.purchase.reward == 1.0
 
     def _score(self) -> float:
-        return 100.0 * self.purchase.reward if self.purchase is not None else 0.0
+        return self.purchase.reward if self.purchase is not None else 0.0
+
+    def _info(self, text: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        info = super()._info(text, *args, **kwargs)
+        if "score" in info:
+            info["paper_score"] = 100.0 * info["score"]
+        return info
+
+    # ------------------------------------------------------------ snapshots
+    def _world_state(self) -> Any:
+        return (self.session, self.purchase)
+
+    def _restore_world(self, state: Any, *, started: bool) -> None:
+        self.session, self.purchase = state
+        self._view = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the search engine and its cache are rebuilt from the catalog handle
+        state = self.__dict__.copy()
+        for name in ("search_engine", "_search", "_view"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.search_engine = self._search_engine(*self._search_args)
+        self._search = lru_cache(maxsize=256)(self._search_uncached)
+        self._view = None
 
     def _potentials(self) -> Mapping[str, float]:
         if self.session.page in (pages.ITEM, pages.SUB_PAGE):
@@ -282,13 +352,21 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     def _privileged(self) -> Mapping[str, Any] | None:
         return copy.deepcopy(self._privileged_info)
 
-    def admissible_actions(self) -> list[str] | None:
-        view = self.view
-        actions = ["search[<your query>]"] if view.has_search_bar else []
-        return actions + [f"click[{name}]" for name in view.clickables]
+    def admissible_actions(self) -> list[str]:
+        return [f"click[{name}]" for name in self.view.clickables if name != "search"]
 
     def action_help(self) -> str:
-        return "Send search[keywords] (any page) or click[x] with x one of the page's clickables."
+        clicks = self.admissible_actions()
+        listed = f" or one of: {', '.join(clicks)}" if clicks else ""
+        return f"Send {_SEARCH_GRAMMAR}{listed}; action names are lower case."
+
+    def sample_action(self, rng: np.random.Generator) -> str:
+        """A search for one to four words of the instruction (what the random agent
+        sends where no click is admissible, i.e. on the search page)."""
+        words = self.goal.instruction_text.split()
+        count = int(rng.integers(1, min(4, len(words)) + 1))
+        start = int(rng.integers(len(words) - count + 1))
+        return f"search[{' '.join(words[start : start + count])}]"
 
     def expert(self) -> Any:
         from agentenvs.webshop.expert import WebShopExpert

@@ -9,7 +9,8 @@ k1 = 0.9, b = 0.4, English analyzer) and shows the top 50 hits.
 follows Lucene's English chain:
 standard word splitting (letters joined across ``'`` and ``.``, digits across
 ``.`` and ``,``), possessive ``'s`` removed, lowercase, Lucene's 33 English
-stop words, Porter stemming (PyStemmer's ``porter``). Hits are documents with
+stop words, Porter stemming (PyStemmer's ``porter``; words of one or two
+letters unstemmed, as Lucene's stemmer leaves them). Hits are documents with
 a positive score, best first, ties broken by catalog row as Lucene breaks
 them by document id. The index is saved with the catalog and loaded
 memory-mapped.
@@ -31,7 +32,7 @@ import numpy as np
 from retrieval_index.analysis import analyze_words  # noqa: F401  (WebShop's analyzer, imported from here)
 from retrieval_index.bm25 import BM25Scorer, index_texts
 
-INDEX_VERSION = 1  # bump when the analyzer or the index files change
+INDEX_VERSION = 2  # bump when the analyzer or the index files change
 K1 = 0.9
 B = 0.4
 SEARCH_RETURN_N = 50

@@ -1,0 +1,325 @@
+"""The submission bundle: what ``agentenvs eval`` writes and the leaderboard re-checks.
+
+A bundle is a folder of three files (and, for upload, one JSON document
+``{"metadata": ..., "summary": ..., "episodes": [...]}`` holding the same):
+
+``episodes.jsonl``
+    one line per finished episode (:data:`EPISODE_SCHEMA`): what replay needs
+    (env id, split, task id, seed, every raw response) and what it must
+    reproduce (per-turn rewards, obs and state keys, success, score), plus
+    usage (prompt/completion tokens, seconds in the model and in the env).
+``summary.json``
+    per env: episodes, success and score means with 95% bootstrap intervals,
+    mean turns, token totals; ``overall``: the unweighted mean over envs
+    (:func:`summarize`). Written once every panel episode has finished.
+``metadata.json``
+    model, size, endpoint kind, package version, panel name and digests
+    (:data:`METADATA_SCHEMA`).
+
+Every read validates against the JSON schema (draft-07, :func:`validate`);
+the schema is part of the public format (``SUBMISSION_SCHEMA``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import fastjsonschema
+import numpy as np
+
+import agentenvs
+from agentenvs.agents.panel import PanelSpec, panel_digest
+
+SCHEMA_VERSION = "agentenvs-submission/1"
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+
+_number = {"type": "number"}
+_count = {"type": "integer", "minimum": 0}
+_keys = {"type": "array", "items": {"type": "string", "maxLength": 128}}
+
+EPISODE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "env_id",
+        "env_kwargs",
+        "split",
+        "task_id",
+        "seed",
+        "agent",
+        "responses",
+        "rewards",
+        "obs_keys",
+        "state_keys",
+        "success",
+        "score",
+        "turns",
+        "return",
+        "component_sums",
+        "prompt_tokens",
+        "completion_tokens",
+        "model_s",
+        "env_s",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "env_id": {"type": "string", "maxLength": 200},
+        "env_kwargs": {"type": "object", "maxProperties": 0},
+        "split": {"type": "string", "maxLength": 32},
+        "task_id": {"type": "string", "maxLength": 500},
+        "seed": _count,
+        "agent": {"type": "string", "maxLength": 200},
+        "responses": {"type": "array", "items": {"type": "string"}},
+        "rewards": {"type": "array", "items": _number},
+        "obs_keys": _keys,
+        "state_keys": _keys,
+        "success": {"type": "boolean"},
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "turns": _count,
+        "return": _number,
+        "component_sums": {"type": "object", "additionalProperties": _number},
+        "prompt_tokens": _count,
+        "completion_tokens": _count,
+        "model_s": {"type": "number", "minimum": 0},
+        "env_s": {"type": "number", "minimum": 0},
+    },
+}
+_interval = {
+    "type": "object",
+    "required": ["mean", "low", "high"],
+    "additionalProperties": False,
+    "properties": {"mean": _number, "low": _number, "high": _number},
+}
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["envs", "overall"],
+    "additionalProperties": False,
+    "properties": {
+        "envs": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["episodes", "success", "score", "turns", "prompt_tokens", "completion_tokens"],
+                "additionalProperties": False,
+                "properties": {
+                    "episodes": _count,
+                    "success": _interval,
+                    "score": _interval,
+                    "turns": _number,
+                    "prompt_tokens": _count,
+                    "completion_tokens": _count,
+                },
+            },
+        },
+        "overall": {
+            "type": "object",
+            "required": ["envs", "success", "score"],
+            "additionalProperties": False,
+            "properties": {"envs": _count, "success": _interval, "score": _interval},
+        },
+    },
+}
+METADATA_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "schema",
+        "model",
+        "model_size",
+        "endpoint",
+        "package_version",
+        "panel",
+        "panel_digest",
+        "env_digests",
+        "created",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"const": SCHEMA_VERSION},
+        "model": {"type": "string", "minLength": 1, "maxLength": 200},
+        "model_size": {"type": "string", "maxLength": 40},
+        "endpoint": {"enum": ["openai", "transformers", "scripted"]},
+        "package_version": {"type": "string", "maxLength": 40},
+        "panel": {"type": "string", "maxLength": 40},
+        "panel_digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+        "env_digests": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+        },
+        "created": {"type": "string", "maxLength": 40},
+    },
+}
+SUBMISSION_SCHEMA: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": SCHEMA_VERSION,
+    "type": "object",
+    "required": ["metadata", "summary", "episodes"],
+    "additionalProperties": False,
+    "properties": {
+        "metadata": METADATA_SCHEMA,
+        "summary": SUMMARY_SCHEMA,
+        "episodes": {"type": "array", "minItems": 1, "items": EPISODE_SCHEMA},
+    },
+}
+# compiled to Python code once: validating a large submission costs milliseconds
+_VALIDATORS = {
+    name: fastjsonschema.compile(schema)
+    for name, schema in (
+        ("episode", EPISODE_SCHEMA),
+        ("summary", SUMMARY_SCHEMA),
+        ("metadata", METADATA_SCHEMA),
+        ("submission", SUBMISSION_SCHEMA),
+    )
+}
+EPISODES_FILE, SUMMARY_FILE, METADATA_FILE = "episodes.jsonl", "summary.json", "metadata.json"
+
+
+class BundleError(ValueError):
+    """A bundle that does not follow the schema, or is incomplete."""
+
+
+def validate(kind: str, data: Any) -> None:
+    """Check ``data`` against the ``kind`` schema (episode, summary, metadata, submission)."""
+    try:
+        _VALIDATORS[kind](data)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        raise BundleError(f"{kind}: {exc.message[:300]}") from None
+
+
+def submission_metadata(
+    spec: PanelSpec, env_digests: Mapping[str, str], *, model: str, model_size: str, endpoint: str
+) -> dict[str, Any]:
+    """The metadata of a submission on ``spec`` over the envs of ``env_digests`` (created now)."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "model": model,
+        "model_size": model_size,
+        "endpoint": endpoint,
+        "package_version": agentenvs.__version__,
+        "panel": spec.name,
+        "panel_digest": panel_digest(spec, dict(env_digests)),
+        "env_digests": dict(env_digests),
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+# ------------------------------------------------------------------ summary
+def bootstrap_interval(values: Sequence[float], rng: np.random.Generator) -> tuple[float, float, np.ndarray]:
+    """95% percentile-bootstrap interval of the mean, and the resampled means."""
+    data = np.asarray(values, dtype=np.float64)
+    means = data[rng.integers(0, len(data), size=(BOOTSTRAP_RESAMPLES, len(data)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high), means
+
+
+def _interval(mean: float, low: float, high: float) -> dict[str, float]:
+    return {"mean": float(mean), "low": low, "high": high}
+
+
+def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per-env and overall success and score with 95% bootstrap intervals.
+
+    Deterministic: envs in sorted order, each env's episodes by (seed, task
+    id), one generator seeded with :data:`BOOTSTRAP_SEED`, so the same
+    episodes give the same summary anywhere, in any order. The overall interval resamples each env independently and
+    averages the resampled env means.
+    """
+    by_env: dict[str, list[Mapping[str, Any]]] = {}
+    for episode in episodes:
+        by_env.setdefault(episode["env_id"], []).append(episode)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    envs: dict[str, Any] = {}
+    resampled: dict[str, list[np.ndarray]] = {"success": [], "score": []}
+    for env_id in sorted(by_env):
+        rows = sorted(by_env[env_id], key=lambda row: (row["seed"], row["task_id"]))
+        entry: dict[str, Any] = {"episodes": len(rows)}
+        for metric in ("success", "score"):
+            values = [float(row[metric]) for row in rows]
+            low, high, means = bootstrap_interval(values, rng)
+            entry[metric] = _interval(np.mean(values), low, high)
+            resampled[metric].append(means)
+        entry["turns"] = float(np.mean([row["turns"] for row in rows]))
+        entry["prompt_tokens"] = int(sum(row["prompt_tokens"] for row in rows))
+        entry["completion_tokens"] = int(sum(row["completion_tokens"] for row in rows))
+        envs[env_id] = entry
+    overall: dict[str, Any] = {"envs": len(envs)}
+    for metric in ("success", "score"):
+        mean = float(np.mean([entry[metric]["mean"] for entry in envs.values()])) if envs else 0.0
+        if envs:
+            low, high = np.percentile(np.mean(resampled[metric], axis=0), [2.5, 97.5])
+        else:
+            low = high = 0.0
+        overall[metric] = _interval(mean, float(low), float(high))
+    return {"envs": envs, "overall": overall}
+
+
+def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> list[str]:
+    """Where two summaries differ (numbers compared to 1e-9 relative)."""
+    if isinstance(actual, Mapping):
+        if not isinstance(claimed, Mapping) or set(claimed) != set(actual):
+            return [f"{path}: keys {sorted(claimed) if isinstance(claimed, Mapping) else claimed!r}"]
+        return [
+            d
+            for key in sorted(actual)
+            for d in summary_differences(claimed[key], actual[key], f"{path}.{key}")
+        ]
+    if isinstance(claimed, bool) or not isinstance(claimed, (int, float)):
+        return [f"{path}: {claimed!r}, recomputed {actual!r}"]
+    if not math.isclose(float(claimed), float(actual), rel_tol=1e-9, abs_tol=1e-12):
+        return [f"{path}: {claimed!r}, recomputed {actual!r}"]
+    return []
+
+
+# ------------------------------------------------------------------ files
+def read_episode_lines(path: Path) -> list[dict[str, Any]]:
+    """The validated episodes of an ``episodes.jsonl``; ``BundleError`` names the bad line."""
+    episodes = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                episode = json.loads(line)
+                validate("episode", episode)
+            except (json.JSONDecodeError, BundleError) as exc:
+                raise BundleError(f"{path.name}:{number}: {exc}") from None
+            episodes.append(episode)
+    return episodes
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write through a temporary file, so a crash never leaves half a file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def read_json(path: Path, kind: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BundleError(f"{path.name}: {exc}") from None
+    validate(kind, data)
+    return data
+
+
+def read_bundle(path: str | Path) -> dict[str, Any]:
+    """A bundle folder (or a submission JSON file) as one validated submission document."""
+    path = Path(path)
+    if path.is_file():
+        return read_json(path, "submission")
+    missing = [name for name in (METADATA_FILE, SUMMARY_FILE, EPISODES_FILE) if not (path / name).is_file()]
+    if missing:
+        raise BundleError(f"{path} lacks {', '.join(missing)} (an unfinished evaluation has no summary)")
+    document = {
+        "metadata": read_json(path / METADATA_FILE, "metadata"),
+        "summary": read_json(path / SUMMARY_FILE, "summary"),
+        "episodes": read_episode_lines(path / EPISODES_FILE),
+    }
+    validate("submission", document)
+    return document

@@ -1,0 +1,97 @@
+"""Backend scoring: the share of hidden test calls on which the answer's output equals the reference's.
+
+Two rule sets, both run the code in the :class:`~agentenvs.colbench.sandbox.Sandbox`:
+
+- ``"sandbox"`` (default): code fences stripped, the code and the calls run
+  as one module, a call passes when both the reference and the answer return
+  a value and the values are equal.
+- ``"reference"``: ColBench's own rules (sweet_rl ``check_correctness``), for
+  parity: an answer containing any of :data:`FORBIDDEN_SUBSTRINGS` scores 0;
+  fences stripped the same way; the code is ``exec``'d as the original did,
+  inside a function, so its top-level names are locals that its functions do
+  not see; a call passes only when the reference output is not ``None`` and
+  equals the answer's (an exception counts as ``None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentenvs.colbench.sandbox import CallResult, Sandbox
+
+FORBIDDEN_SUBSTRINGS = (
+    "import os",
+    "from os",
+    "import sys",
+    "from sys",
+    "sudo",
+    "transformers",
+    "exit(",
+    "quit(",
+    "argparse",
+)
+SCORINGS = ("sandbox", "reference")
+COMPILE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One scored answer."""
+
+    score: float
+    passed: int
+    total: int
+    results: tuple[CallResult, ...]
+    rejected: str = ""
+
+
+def strip_fences(answer: str) -> str:
+    """The code inside a markdown fence, as ColBench extracts it."""
+    if "```python" in answer:
+        answer = answer.split("```python")[1].split("```")[0]
+    if "```" in answer:
+        answer = answer.split("```")[1].split("```")[0]
+    return answer
+
+
+def compile_error(code: str) -> str:
+    """The name of the error compiling ``code`` raises, or "" (compiling runs none of it)."""
+    try:
+        compile(code, "<answer>", "exec")
+    except COMPILE_ERRORS as exc:
+        return type(exc).__name__
+    return ""
+
+
+def passes(expected: CallResult, got: CallResult, scoring: str) -> bool:
+    if not (expected.ok and got.ok):
+        return False
+    if scoring == "reference" and expected.value is None:
+        return False
+    return bool(expected.value == got.value)
+
+
+def evaluate(
+    answer: str,
+    calls: Sequence[str],
+    expected: Sequence[CallResult],
+    sandbox: Sandbox,
+    scoring: str = "sandbox",
+) -> Evaluation:
+    """Score ``answer`` against the reference outputs ``expected`` of ``calls``."""
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+    total = len(calls)
+    if scoring == "reference":
+        forbidden = [s for s in FORBIDDEN_SUBSTRINGS if s in answer]
+        if forbidden:
+            failed = tuple(CallResult(False, error="forbidden") for _ in calls)
+            return Evaluation(0.0, 0, total, failed, rejected=f"contains {forbidden[0]!r}")
+    code = strip_fences(answer)
+    error = compile_error(code)
+    if error:
+        return Evaluation(0.0, 0, total, tuple(CallResult(False, error=error) for _ in calls), rejected=error)
+    results = sandbox.run(code, calls, split_namespace=scoring == "reference").results
+    passed = sum(passes(e, g, scoring) for e, g in zip(expected, results))
+    return Evaluation(passed / total if total else 0.0, passed, total, results)

@@ -1,0 +1,175 @@
+"""ColBench backend tasks: the built-in generator and the official ColBench files.
+
+Built in (default): :class:`GeneratedTasks` draws a family of
+:mod:`agentenvs.colbench.families` and its hidden parameters per task;
+train 10,000 / valid 1,000 / test 1,000 tasks (ColBench: 10,000 train, 1,000
+test). Splits are disjoint by content: a task belongs to the split its
+(family, parameters) hash selects, so no hidden spec is in two splits; a
+small family's spec may repeat within a split. Reference outputs are
+computed here from the reference source (our own code, run in-process).
+
+Official: ``OfficialTasks(data_dir)`` reads sweet_rl's published
+``backend_tasks/train.jsonl`` and ``backend_tasks/test.jsonl`` (also found
+directly in ``data_dir``), one JSON object per line with
+``problem_description``, ``ground_truth`` (the reference function's source)
+and ``test_cases`` (``{"test1": "f(...)", ...}``). Their reference outputs
+come from running ``ground_truth`` in the sandbox (see the env).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentenvs.colbench.families import FAMILIES, Fact
+from agentenvs.colbench.sandbox import CallResult
+from agentenvs.core.keys import derive_rng, stable_digest
+from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError, split_of_content
+
+SIZES = {"train": 10_000, "valid": 1_000, "test": 1_000}
+SPLIT_WEIGHTS = {"train": 10, "valid": 1, "test": 1}
+PREFIX = "colbench"
+
+
+@dataclass(frozen=True)
+class BackendTask:
+    """One backend task. ``expected`` is None where the reference must first run in the sandbox."""
+
+    task_id: str
+    request: str
+    reference: str
+    function: str
+    calls: tuple[str, ...]
+    facts: tuple[Fact, ...]
+    family: str
+    expected: tuple[CallResult, ...] | None = None
+    default_answer: str = ""
+
+    @property
+    def content_key(self) -> str:
+        """Digest of the hidden spec: the reference and its test calls."""
+        return stable_digest((self.reference, self.calls))
+
+
+def run_trusted_reference(source: str, calls: tuple[str, ...]) -> tuple[CallResult, ...]:
+    """Outputs of one of our own generated references (trusted code, run in this process)."""
+    namespace: dict = {}
+    exec(source, namespace)  # noqa: S102 (our generated source, never an answer)
+    return tuple(CallResult(True, eval(call, namespace)) for call in calls)
+
+
+def draw_in_split(prefix: str, split: str, index: int, draw: Callable[[np.random.Generator], Any]) -> tuple:
+    """The first candidate ``draw(rng)`` (attempts 0, 1, ... of ``(prefix, split, index)``) whose
+    content hash lands in ``split``, with the RNG that drew it: splits disjoint by content."""
+    for attempt in range(10_000):
+        rng = derive_rng(prefix, split, index, attempt)
+        content = draw(rng)
+        if split_of_content(content, SPLIT_WEIGHTS) == split:
+            return rng, content
+    raise RuntimeError("no candidate landed in the split")  # probability ~ (11/12)^10000
+
+
+def generate_task(split: str, index: int) -> BackendTask:
+    """The built-in task at ``index`` of ``split`` (deterministic)."""
+
+    def draw(rng: np.random.Generator) -> tuple[str, dict]:
+        family = FAMILIES[int(rng.integers(len(FAMILIES)))]
+        return family.name, family.sample(rng)
+
+    rng, (name, params) = draw_in_split(PREFIX, split, index, draw)
+    family = next(f for f in FAMILIES if f.name == name)
+    calls = tuple(family.calls(params, rng))
+    reference = family.source(params)
+    return BackendTask(
+        task_id=f"{PREFIX}-{split}-{index:05d}",
+        request=family.request,
+        reference=reference,
+        function=family.function,
+        calls=calls,
+        facts=family.facts(params),
+        family=family.name,
+        expected=run_trusted_reference(reference, calls),
+        default_answer=family.source(family.default),
+    )
+
+
+class GeneratedTasks(TaskSource[BackendTask]):
+    """The built-in backend tasks (see the module docstring)."""
+
+    def size(self, split: str) -> int:
+        self.check_split(split)
+        return SIZES[split]
+
+    def task_id(self, split: str, index: int) -> str:
+        if not 0 <= index < self.size(split):
+            raise IndexError(f"index {index} outside split {split!r}")
+        return f"{PREFIX}-{split}-{index:05d}"
+
+    def load(self, task_id: str) -> BackendTask:
+        parts = task_id.split("-")
+        if len(parts) == 3 and parts[0] == PREFIX and parts[1] in SIZES and parts[2].isdigit():
+            index = int(parts[2])
+            if index < SIZES[parts[1]] and task_id == self.task_id(parts[1], index):
+                return generate_task(parts[1], index)
+        raise UnknownTaskError(f"unknown task id {task_id!r}")
+
+
+def official_files(data_dir: str | Path, folder: str = "backend_tasks") -> dict[str, Path]:
+    """``{split: path}`` of ColBench's files under ``data_dir`` (in ``folder`` or directly there)."""
+    root = Path(data_dir)
+    found = {}
+    for split in ("train", "test"):
+        for candidate in (root / folder / f"{split}.jsonl", root / f"{split}.jsonl"):
+            if candidate.is_file():
+                found[split] = candidate
+                break
+    if not found:
+        raise FileNotFoundError(f"no {folder}/train.jsonl or test.jsonl under {root}")
+    return found
+
+
+def read_official_task(record: dict, task_id: str) -> BackendTask:
+    """One line of the official files as a task (facts: none; the reference is the hidden information)."""
+    try:
+        calls = tuple(str(call) for call in record["test_cases"].values())
+        return BackendTask(
+            task_id=task_id,
+            request=str(record["problem_description"]),
+            reference=str(record["ground_truth"]),
+            function="",
+            calls=calls,
+            facts=(),
+            family="official",
+        )
+    except (KeyError, AttributeError, TypeError) as exc:
+        raise ValueError(f"{task_id}: not a ColBench backend task ({exc!r})") from None
+
+
+class OfficialTasks(IdListTaskSource[BackendTask]):
+    """sweet_rl's published backend tasks, loaded from ``data_dir`` (see the module docstring)."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.files = official_files(data_dir)
+        self._tasks: dict[str, BackendTask] = {}
+        ids: dict[str, list[str]] = {}
+        for split, path in self.files.items():
+            ids[split] = []
+            with path.open(encoding="utf-8") as handle:
+                for number, line in enumerate(handle):
+                    if not line.strip():
+                        continue
+                    task_id = f"{PREFIX}-official-{split}-{number:05d}"
+                    self._tasks[task_id] = read_official_task(json.loads(line), task_id)
+                    ids[split].append(task_id)
+        super().__init__(ids)
+
+    def load(self, task_id: str) -> BackendTask:
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise UnknownTaskError(f"unknown task id {task_id!r}") from None

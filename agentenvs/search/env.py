@@ -1,0 +1,437 @@
+"""``agentenvs/Search-*-v0``: answer a question with a search engine, Search-R1's protocol and texts.
+
+The agent sees Search-R1's prompt with the question, searches a corpus with
+``<search> query </search>`` and answers with ``<answer> text </answer>``.
+Default corpus: the built-in encyclopedia (about 100k passages, BM25 in
+process, see :mod:`agentenvs.search.world`); with ``data_dir`` FlashRAG's
+question files and a wiki-18 index or retrieval server (:mod:`agentenvs.search.data`).
+
+=================  =============================================================
+observation        reset: Search-R1's prompt ending ``Question: {question}\\n``
+                   (question stripped, ``?`` appended when missing); after a
+                   search: ``\\n\\n<information>Doc 1(Title: "…") text\\nDoc
+                   2(…) …</information>\\n\\n`` (``topk`` passages, default 3);
+                   after an answer: the empty string; after an invalid turn:
+                   Search-R1's fixed text ``\\nMy previous action is invalid. If
+                   I want to search, …Let me try again.\\n``
+action             one response; Search-R1 cuts it after the first
+                   ``</search>`` (else ``</answer>``) and takes its first
+                   ``<search>``/``<answer>`` block (see :mod:`agentenvs.search.protocol`);
+                   ``search[q]`` / ``answer[a]`` bare are accepted (not well formed)
+reward             weighted sum of (unweighted values in ``reward_components``),
+                   weights by ``reward_preset`` (columns: agentenvs default,
+                   search-r1, mt-grpo, mt-ppo):
+  outcome          answer turn: exact match with SQuAD normalisation (default,
+                   mt-grpo); Search-R1's ``qa_em_format`` score — 1 correct and
+                   well-formed sequence, 0.8 correct but malformed, 0.2 wrong
+                   but well-formed (+0 retrieval bonus, v0.3 scripts), 0.1
+                   wrong and malformed (search-r1); 1 correct, 0.2 wrong but
+                   well formatted, −1 malformed (mt-ppo; −1 too when the last
+                   turn is a search, so the episode ends unanswered). Weights
+                   1 / 1 / 1 / 1
+  retrieval        default: Φ(s') − Φ(s), **potential-based**, Φ = share of
+                   the gold evidence passages retrieved so far (official data
+                   without evidence: 1 once a retrieved passage contains a
+                   golden answer), weight 0.2 — the same good query five times
+                   earns it once; paper presets: 1 when this search's passages
+                   contain a golden answer (a judge, **not** potential-based:
+                   repeating a good query earns it every time, which the
+                   search penalty only partly offsets). Weights 0.2 / 0 / 0.5 / 0.3
+  tool_execution   1 when a search ran and returned passages (MT-GRPO's
+                   0.2 × success share, one call per turn); not potential-based.
+                   Weights 0 / 0 / 0.2 / 0
+  format           default, search-r1: 1 when the turn is well formed; mt-grpo:
+                   on the answer turn, the share of well-formed turns (XML
+                   format reward, 0 on other turns); mt-ppo: +1 well formed,
+                   −2 malformed (× 0.1 = +0.1 / −0.2). Not potential-based: a
+                   per-turn format reward pays for stalling. Weights 0 / 0 / 0.2 / 0.1
+  search_penalty   searches so far, on a search turn (MT-PPO's −0.1 × searches
+                   so far). Weights 0 / 0 / 0 / −0.1
+  invalid_action   1 when no action could be read (state unchanged).
+                   Weights −0.01 (verl-agent's) / 0 / 0 / 0
+termination        an answer
+truncation         ``max_turns`` turns (default 4, Search-R1's evaluation; note
+                   that Search-R1 adds one answer-only generation after its
+                   ``max_turns`` search rounds: ``max_turns=5`` matches it)
+state key          question id (question and hidden answers) + the set of
+                   passages retrieved so far + the number of searches made: the
+                   agent's information state, which fixes what it can still
+                   learn and what the retrieval potential and search penalty
+                   pay next. Turns left is a counter and excluded; under the
+                   search-r1 and mt-grpo presets the key also holds the
+                   sequence-format state their final reward reads.
+=================  =============================================================
+
+``score`` is exact match (0/1); ``info["f1"]`` holds token F1 at the end.
+``info["privileged"]``: golden answers, gold evidence passage ids and hops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
+from agentenvs.core.judges import contains_answer, exact_match, token_f1
+from agentenvs.search.data import (
+    DEFAULT_PASSAGES,
+    QuestionSource,
+    builtin_questions,
+    builtin_retriever,
+    official_questions,
+    open_retriever,
+    style_splits,
+)
+from agentenvs.search.protocol import BARE_PATTERN, SearchParse, SearchProtocol, SequenceChecker
+from agentenvs.search.questions import STYLES, Question
+
+INSTRUCTIONS = (
+    "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
+    "get new information. After reasoning, if you find you lack some knowledge, you can call a search engine "
+    "by <search> query </search> and it will return the top searched results between <information> and "
+    "</information>. You can search as many times as your want. If you find no further external knowledge "
+    "needed, you can directly provide the answer inside <answer> and </answer>, without detailed "
+    "illustrations. For example, <answer> Beijing </answer>. "
+)
+INVALID_TEXT = (
+    "\nMy previous action is invalid. If I want to search, I should put the query between <search> and "
+    "</search>. If I want to give the final answer, I should put the answer between <answer> and </answer>. "
+    "Let me try again.\n"
+)
+PRESETS: dict[str, dict[str, float]] = {
+    "agentenvs": {"outcome": 1.0, "retrieval": 0.2, "tool_execution": 0.0, "format": 0.0,
+                  "search_penalty": 0.0, "invalid_action": -0.01},
+    "search-r1": {"outcome": 1.0, "retrieval": 0.0, "tool_execution": 0.0, "format": 0.0,
+                  "search_penalty": 0.0, "invalid_action": 0.0},
+    "mt-grpo": {"outcome": 1.0, "retrieval": 0.5, "tool_execution": 0.2, "format": 0.2,
+                "search_penalty": 0.0, "invalid_action": 0.0},
+    "mt-ppo": {"outcome": 1.0, "retrieval": 0.3, "tool_execution": 0.0, "format": 0.1,
+               "search_penalty": -0.1, "invalid_action": 0.0},
+}
+# Search-R1's qa_em_format scores (v0.3 scripts: structure 0.2, final 0.1, retrieval 0).
+SEARCH_R1_SCORES = {"score": 1.0, "structure_format": 0.2, "final_format": 0.1, "retrieval": 0.0}
+SEARCH_R1_TRAIN = ("nq", "hotpotqa")
+
+
+def prompt_for(question: str) -> str:
+    """Search-R1's user message for ``question`` (stripped, ``?`` appended when missing)."""
+    question = question.strip()
+    if not question.endswith("?"):
+        question += "?"
+    return f"{INSTRUCTIONS}Question: {question}\n"
+
+
+def format_passages(hits: Sequence[Any]) -> str:
+    """Search-R1's ``Doc {i}(Title: {title}) {text}`` lines, from each passage's ``contents``."""
+    lines = []
+    for i, hit in enumerate(hits):
+        title, _, text = hit.passage.contents.partition("\n")
+        lines.append(f"Doc {i + 1}(Title: {title}) {text}\n")
+    return "".join(lines)
+
+
+def search_r1_score(correct: bool, valid_sequence: bool, retrieval_correct: bool) -> float:
+    """Search-R1's ``compute_score_em`` for an episode that gave an answer."""
+    s = SEARCH_R1_SCORES
+    if correct:
+        return s["score"] if valid_sequence else s["score"] - s["structure_format"]
+    if valid_sequence:
+        return s["structure_format"] + (s["retrieval"] if retrieval_correct else 0.0)
+    return s["final_format"]
+
+
+@dataclass(frozen=True)
+class SearchAction:
+    kind: str  # "search" or "answer"
+    content: str
+
+
+@dataclass(frozen=True)
+class SearchSnapshot:
+    """Everything :meth:`SearchEnv.restore` needs (small, picklable)."""
+
+    task_id: str
+    turn: int
+    done: bool
+    retrieved: tuple[int, ...]
+    searches: int
+    answer_seen: bool
+    sequence: tuple[str, bool]
+    formats: tuple[bool, ...]
+    answered: bool
+    correct: bool
+    f1: float
+    state_key: str
+    potentials: tuple[tuple[str, float], ...]
+    rng_state: dict[str, Any]
+
+
+class SearchEnv(AgentEnv[Question, SearchAction]):
+    """Search QA with Search-R1's protocol; see the module docstring.
+
+    Args:
+        dataset: ``"nq"``, ``"triviaqa"``, ``"popqa"``, ``"hotpotqa"``, ``"2wiki"``,
+            ``"musique"``, ``"bamboogle"``, or ``"mix"`` (Search-R1: train and
+            valid on NQ + HotpotQA, test on all seven).
+        split: ``"train"``, ``"valid"`` or ``"test"``.
+        max_turns: turns before truncation (4).
+        topk: passages per search (3, Search-R1's).
+        reward_preset: ``"agentenvs"`` (default), ``"search-r1"``, ``"mt-grpo"`` or ``"mt-ppo"``.
+        reward_weights: overrides of the preset's weights.
+        corpus_passages: size of the built-in encyclopedia (100k).
+        world_seed: seed of the built-in encyclopedia.
+        data_dir: FlashRAG datasets folder (``{dataset}/{train,dev,test}.jsonl``);
+            ``$AGENTENVS_DATA/search`` when that folder exists.
+        retriever: with ``data_dir``: a retrieval_index index folder or a
+            retrieval server URL (default ``{data_dir}/index``).
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = PRESETS["agentenvs"]
+    default_max_turns = 4
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        dataset: str = "mix",
+        split: str = "train",
+        *,
+        max_turns: int | None = None,
+        topk: int = 3,
+        reward_preset: str = "agentenvs",
+        reward_weights: Mapping[str, float] | None = None,
+        corpus_passages: int = DEFAULT_PASSAGES,
+        world_seed: int = 0,
+        data_dir: str | None = None,
+        retriever: str | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if dataset not in (*STYLES, "mix"):
+            raise ValueError(f"unknown dataset {dataset!r}; choose one of {[*STYLES, 'mix']}")
+        if reward_preset not in PRESETS:
+            raise ValueError(f"unknown reward_preset {reward_preset!r}; choose one of {sorted(PRESETS)}")
+        if topk < 1:
+            raise ValueError(f"topk must be >= 1, got {topk}")
+        if data_dir is None and os.environ.get("AGENTENVS_DATA"):
+            candidate = Path(os.environ["AGENTENVS_DATA"]) / "search"
+            data_dir = str(candidate) if candidate.is_dir() else None
+        if data_dir is not None and retriever is None:
+            retriever = str(Path(data_dir) / "index")
+        self.dataset = dataset
+        self.topk = int(topk)
+        self.reward_preset = reward_preset
+        self.corpus_passages = int(corpus_passages)
+        self.world_seed = int(world_seed)
+        self.data_dir = data_dir
+        self.retriever_spec = retriever
+        self.instructions = INSTRUCTIONS
+        super().__init__(
+            self._open_questions(),
+            split=split,
+            max_turns=max_turns,
+            reward_weights=resolve_weights(PRESETS[reward_preset], reward_weights),
+            protocol=SearchProtocol(),
+            render_mode=render_mode,
+        )
+        self.retriever = self._open_retriever()
+        self.question: Question | None = None
+        self._prompt = ""
+        self._clear_episode()
+
+    # ----------------------------------------------------------- data handles
+    def _open_questions(self) -> QuestionSource:
+        def rows_of(style: str, split: str):
+            if self.data_dir is not None:
+                return official_questions(str(self.data_dir), style, split)
+            return builtin_questions(style, split, self.corpus_passages, self.world_seed)
+
+        if self.dataset == "mix":
+            return QuestionSource(style_splits(rows_of, STYLES, SEARCH_R1_TRAIN))
+        return QuestionSource(style_splits(rows_of, (self.dataset,), (self.dataset,)))
+
+    def _open_retriever(self):
+        if self.retriever_spec is not None:
+            return open_retriever(str(self.retriever_spec))
+        return builtin_retriever(self.corpus_passages, self.world_seed)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the question lists and the index travel as their handles (dataset, sizes, paths)
+        state = dict(self.__dict__)
+        state.pop("task_source")
+        state.pop("retriever")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.task_source = self._open_questions()
+        self.retriever = self._open_retriever()
+
+    # ------------------------------------------------------------ world hooks
+    def _clear_episode(self) -> None:
+        self._retrieved: set[int] = set()
+        self._searches = 0
+        self._answer_seen = False
+        self._sequence = SequenceChecker()
+        self._formats: list[bool] = []
+        self._answered = False
+        self._correct = False
+        self._f1 = 0.0
+
+    def _start(self, task: Question) -> None:
+        self.question = task
+        self._prompt = prompt_for(task.question)
+        self._clear_episode()
+
+    def _parse_action(self, action: str) -> SearchAction:
+        bare = BARE_PATTERN.match(action)
+        if bare is None:
+            raise InvalidAction(f"not a search or answer action: {action[:100]!r}")
+        return SearchAction(bare.group(1), bare.group(2).strip())
+
+    def _format_value(self, parsed: SearchParse) -> float:
+        # also records the response for the episode-level format rules (search-r1, mt-grpo)
+        self._sequence.feed(parsed.text)
+        self._formats.append(parsed.well_formed)
+        if self.reward_preset == "mt-ppo":
+            return 1.0 if parsed.well_formed else -2.0
+        if self.reward_preset == "mt-grpo":
+            answering = parsed.error is None and parsed.actions[0].startswith("answer[")
+            return sum(self._formats) / len(self._formats) if answering else 0.0
+        return 1.0 if parsed.well_formed else 0.0
+
+    def _apply(self, action: SearchAction) -> StepOutcome:
+        golden = self.question.golden_answers
+        if action.kind == "answer":
+            self._answered = True
+            self._correct = bool(exact_match(action.content, golden))
+            self._f1 = token_f1(action.content, golden)
+            return StepOutcome("", {"outcome": self._outcome()}, terminated=True)
+        hits = self.retriever.retrieve([action.content], self.topk)[0]
+        self._searches += 1
+        self._retrieved.update(hit.index for hit in hits)
+        docs = format_passages(hits)
+        found = bool(contains_answer(docs, golden))
+        self._answer_seen = self._answer_seen or found
+        components = {"tool_execution": 1.0 if hits else 0.0, "search_penalty": float(self._searches)}
+        if self.reward_preset != "agentenvs":
+            components["retrieval"] = 1.0 if found else 0.0
+        if self.reward_preset == "mt-ppo" and self.turn + 1 >= self.max_turns:
+            components["outcome"] = -1.0  # the last turn passed without an answer
+        return StepOutcome(f"\n\n<information>{docs.strip()}</information>\n\n", components)
+
+    def _outcome(self) -> float:
+        if self.reward_preset == "search-r1":
+            return search_r1_score(self._correct, self._sequence.complete, self._answer_seen)
+        if self.reward_preset == "mt-ppo":
+            return 1.0 if self._correct else (0.2 if self._formats[-1] else -1.0)
+        return float(self._correct)
+
+    def _turn_observation(self, outcomes: list[StepOutcome]) -> str:
+        text = "".join(outcome.feedback for outcome in outcomes)
+        self._sequence.feed(text)
+        return text
+
+    def _invalid_observation(self, error: str) -> str:
+        self._sequence.feed(INVALID_TEXT)
+        return INVALID_TEXT
+
+    def _reset_observation(self) -> str:
+        return self._prompt
+
+    def _observation_text(self) -> str:
+        return self._prompt
+
+    def _potentials(self) -> Mapping[str, float]:
+        if self.reward_preset != "agentenvs":
+            return {}
+        evidence = self.question.evidence
+        if not evidence:
+            return {"retrieval": 1.0 if self._answer_seen else 0.0}
+        found = sum(1 for passage in evidence if int(passage) in self._retrieved)
+        return {"retrieval": found / len(evidence)}
+
+    def _state_key_data(self) -> Any:
+        data: list[Any] = [self.task_id, sorted(self._retrieved), self._searches]
+        if self.reward_preset == "search-r1":
+            data.append((self._sequence.state, self._sequence.valid, self._answer_seen))
+        elif self.reward_preset == "mt-grpo":
+            data.append((sum(self._formats), len(self._formats)))
+        return data
+
+    def _is_success(self) -> bool:
+        return self._correct
+
+    def _info(self, text, components, transitions, *, terminated, truncated) -> dict[str, Any]:
+        info = super()._info(text, components, transitions, terminated=terminated, truncated=truncated)
+        if terminated or truncated:
+            info["f1"] = float(self._f1)
+        return info
+
+    def _privileged(self) -> Mapping[str, Any] | None:
+        if self.question is None:
+            return None
+        return {
+            "golden_answers": list(self.question.golden_answers),
+            "evidence": list(self.question.evidence),
+            "hops": [list(hop) for hop in self.question.hops],
+        }
+
+    def action_help(self) -> str:
+        return "Search with <search> query </search> or answer with <answer> text </answer>."
+
+    @property
+    def searches(self) -> int:
+        """Searches made this episode."""
+        return self._searches
+
+    @property
+    def retrieved(self) -> frozenset[int]:
+        """Corpus rows of every passage retrieved this episode."""
+        return frozenset(self._retrieved)
+
+    # ----------------------------------------------------- snapshot / restore
+    def snapshot(self) -> SearchSnapshot:
+        if self.task_id is None:
+            raise RuntimeError("nothing to snapshot: call reset() first")
+        return SearchSnapshot(
+            self.task_id, self.turn, self._done, tuple(sorted(self._retrieved)), self._searches,
+            self._answer_seen, (self._sequence.state, self._sequence.valid), tuple(self._formats),
+            self._answered, self._correct, self._f1, self._state_key,
+            tuple(sorted(self._potential_values.items())), self.np_random.bit_generator.state,
+        )
+
+    def restore(self, snapshot: SearchSnapshot) -> None:
+        self.task_id = snapshot.task_id
+        self.question = self.task_source.load(snapshot.task_id)
+        self._prompt = prompt_for(self.question.question)
+        self.turn, self._done = snapshot.turn, snapshot.done
+        self._retrieved = set(snapshot.retrieved)
+        self._searches, self._answer_seen = snapshot.searches, snapshot.answer_seen
+        self._sequence = SequenceChecker(*snapshot.sequence)
+        self._formats = list(snapshot.formats)
+        self._answered, self._correct, self._f1 = snapshot.answered, snapshot.correct, snapshot.f1
+        self._state_key = snapshot.state_key
+        self._potential_values = dict(snapshot.potentials)
+        self.np_random.bit_generator.state = snapshot.rng_state
+
+    # ---------------------------------------------------------------- agents
+    def expert(self) -> Any:
+        from agentenvs.search.expert import SearchExpert  # the env module itself never needs it
+
+        return SearchExpert(self)
+
+    def sample_action(self, rng: np.random.Generator) -> str:
+        """A random action: a search for a few words of the question, or an answer naming a title seen."""
+        words = self.question.question.replace("?", "").split()
+        if rng.random() < 0.6 or not words:
+            count = int(rng.integers(1, 5))
+            picks = [words[int(i)] for i in rng.integers(0, len(words), size=count)] if words else ["the"]
+            return f"search[{' '.join(picks)}]"
+        if self._retrieved and hasattr(self.retriever, "corpus"):  # a server client holds no corpus
+            rows = sorted(self._retrieved)
+            return f"answer[{self.retriever.corpus[rows[int(rng.integers(len(rows)))]].title}]"
+        return f"answer[{words[int(rng.integers(len(words)))]}]"

@@ -1,0 +1,124 @@
+"""ColBench: the cost of a sandboxed evaluation, of a question turn, and of a whole episode.
+
+- evaluation: one answer (the reference) on one task's 10 hidden calls,
+  through :class:`~agentenvs.colbench.sandbox.Sandbox` (a fresh jailed
+  interpreter; the budget is 150 ms), beside ColBench's own way in the same
+  run: ``exec`` of the answer and ``eval`` of each call inside this process,
+  with no isolation at all;
+- question turn: ``env.step`` of a question answered by the rule collaborator
+  (protocol, fact matching, potential, state key, info);
+- expert episode: reset, every fact's question, the answer and its scoring;
+- frontend render: one built-in page in the shared Chromium, a second render
+  of the same page (the budget is 0.2 s), where Playwright and Debian's
+  ``chromium`` are installed.
+
+Every figure is wall time on this machine in this run (a loaded machine
+inflates the sandbox's process start-up most).
+
+    python benchmarks/bench_colbench.py [--evaluations 30] [--episodes 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import statistics
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from agentenvs.colbench.env import ColBenchEnv
+from agentenvs.colbench.expert import ColBenchExpert
+from agentenvs.colbench.sandbox import Sandbox
+from agentenvs.colbench.tasks import GeneratedTasks
+
+
+def colbench_in_process(code: str, calls: tuple[str, ...]) -> list:
+    """ColBench's scorer: exec the code and eval each call in this process (no sandbox)."""
+    outputs = []
+    for call in calls:
+        namespace: dict = {}
+        exec(code, namespace)  # noqa: S102 (ColBench's way, timed for comparison)
+        outputs.append(eval(call, namespace))
+    return outputs
+
+
+def render_timings(repeats: int) -> list[float]:
+    """Seconds per render of one built-in page (empty when no browser is installed here)."""
+    if shutil.which("chromium") is None or importlib.util.find_spec("playwright") is None:
+        return []
+    from agentenvs.colbench.pages import generate_page
+    from agentenvs.colbench.render import PageRenderer
+
+    page = generate_page("test", 0).reference
+    renderer = PageRenderer()
+    renderer.render(page)  # launches the browser
+    spent = timings(lambda: renderer.render(page), repeats)
+    renderer.close()
+    return spent
+
+
+def timings(run, repeats: int) -> list[float]:
+    spent = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        spent.append(time.perf_counter() - started)
+    return spent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, default=30)
+    parser.add_argument("--episodes", type=int, default=20)
+    args = parser.parse_args()
+
+    tasks = GeneratedTasks()
+    task = tasks.load(tasks.task_id("test", 0))
+    sandbox = Sandbox()
+    run = sandbox.run(task.reference, task.calls)
+    assert [r.value for r in run.results] == [r.value for r in task.expected]
+    jailed = timings(lambda: sandbox.run(task.reference, task.calls), args.evaluations)
+    in_process = timings(lambda: colbench_in_process(task.reference, task.calls), args.evaluations)
+
+    env = ColBenchEnv(split="test")
+    env.reset(seed=0)
+    question = env.task.facts[0].question
+    turns = timings(lambda: env.step(question) if env.turn < env.max_turns - 1 else env.reset(seed=0), 300)
+
+    episodes, scores = [], []
+    for seed in range(args.episodes):
+        started = time.perf_counter()
+        obs, info = env.reset(seed=seed)
+        expert, done = ColBenchExpert(env), False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
+            done = terminated or truncated
+        episodes.append(time.perf_counter() - started)
+        scores.append(info["score"])
+
+    renders = render_timings(20)
+
+    table = Table(title=f"ColBench (isolation: {run.isolation}; 10 hidden calls per task)")
+    for column in ("what", "median", "p90", "rate"):
+        table.add_column(column, justify="right" if column != "what" else "left")
+
+    def row(name: str, values: list[float], unit: str) -> None:
+        p90 = statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
+        median = statistics.median(values)
+        table.add_row(name, f"{median * 1000:.1f} ms", f"{p90 * 1000:.1f} ms", f"{1 / median:.1f} {unit}/s")
+
+    row("evaluation, sandboxed (budget 150 ms)", jailed, "evaluations")
+    row("evaluation, ColBench in-process (no isolation)", in_process, "evaluations")
+    row("question turn, rule collaborator", turns, "turns")
+    row("expert episode (questions + sandboxed answer)", episodes, "episodes")
+    if renders:
+        row("frontend page render, Chromium (budget 200 ms)", renders, "renders")
+    Console().print(table)
+    print(f"expert mean score {statistics.mean(scores):.3f} over {len(scores)} test tasks")
+
+
+if __name__ == "__main__":
+    main()
