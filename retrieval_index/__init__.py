@@ -5,18 +5,31 @@ In-process retrieval over a FlashRAG jsonl corpus::
     corpus = Corpus.build("wiki.jsonl", "store/")
     bm25 = BM25Retriever.build(corpus, "bm25/")
     bm25.retrieve(["who wrote hamlet"], topk=3)
+
+``python -m retrieval_index build|serve`` builds indexes and serves them over
+HTTP (``retrieval_index.server``); :class:`RemoteRetriever` is the client.
 """
 
 from retrieval_index.bm25 import BM25Retriever
+from retrieval_index.client import RemoteRetriever
 from retrieval_index.corpus import Corpus, read_corpus_jsonl, write_corpus_jsonl
+from retrieval_index.dense import DenseRetriever
+from retrieval_index.encoder import Encoder
+from retrieval_index.loading import open_retriever
+from retrieval_index.lucene import PyseriniRetriever
 from retrieval_index.types import Passage, RetrievedPassage, Retriever
 
 __all__ = [
     "BM25Retriever",
     "Corpus",
+    "DenseRetriever",
+    "Encoder",
     "Passage",
+    "PyseriniRetriever",
+    "RemoteRetriever",
     "RetrievedPassage",
     "Retriever",
+    "open_retriever",
     "read_corpus_jsonl",
     "write_corpus_jsonl",
 ]

@@ -78,6 +78,7 @@ def serve(args: argparse.Namespace) -> None:
             port=args.port,
             workers=args.workers,
             log_level=args.log_level,
+            timeout_keep_alive=args.keep_alive,
         )
         return
     from retrieval_index.loading import open_retriever
@@ -85,7 +86,9 @@ def serve(args: argparse.Namespace) -> None:
 
     retriever, kind = open_retriever(args.index)
     app = create_app(retriever, kind=kind, limits=ServerLimits(**limits))
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level=args.log_level, timeout_keep_alive=args.keep_alive
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -123,6 +126,12 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--topk", type=int, default=3, help="topk when a request gives none (Search-R1: 3)")
     s.add_argument("--max-pending", type=int, default=8192, help="queued queries before answering 503")
     s.add_argument("--max-batch", type=int, default=512, help="most queries retrieved in one batch")
+    s.add_argument(
+        "--keep-alive",
+        type=float,
+        default=75,
+        help="seconds an idle client connection stays open; uvicorn's 5 s default races busy clients that reuse it",
+    )
     s.add_argument("--log-level", default="warning")
     s.set_defaults(handler=serve)
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,112 @@ def open_corpus_of(meta: dict[str, Any], corpus: Corpus | None, num_docs: int) -
     return corpus
 
 
+class BM25Scorer:
+    """Scores queries against a ``bm25s`` model's term-major (CSC) score matrix, with a query cache.
+
+    Only the posting lists of the query's terms are read, so a query costs
+    what its terms' lists hold, not the corpus size. Results of the last
+    ``cache_size`` distinct ``(query, topk)`` pairs are kept: the copies of a
+    GRPO group send the same queries again and again.
+    """
+
+    def __init__(self, model: Any, *, cache_size: int = 4096) -> None:
+        matrix = model.scores
+        # plain ndarray views of the memory maps: slicing a np.memmap costs a Python-level hook
+        self.data, self.indices, self.indptr = (
+            np.asarray(matrix[name]).view(np.ndarray) for name in ("data", "indices", "indptr")
+        )
+        self.num_docs = int(matrix["num_docs"])
+        self.vocab: dict[str, int] = model.vocab_dict
+        self.cache_size = cache_size
+        self.cache_hits = 0
+        self.cache_misses = 0
+        self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._stem = stemmer()
+
+    def term_ids(self, query: str) -> list[int]:
+        """The index's term ids of a query's words (words the corpus never uses drop out)."""
+        ids = []
+        for word in analyze_words(query):
+            found = self.vocab.get(self._stem(word))
+            if found is not None:
+                ids.append(found)
+        return ids
+
+    def scores(self, query: str) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The BM25 score of every document for ``query``, and the posting lists it read."""
+        scores = np.zeros(self.num_docs, dtype=np.float32)
+        postings = []
+        for term in self.term_ids(query):
+            start, end = self.indptr[term], self.indptr[term + 1]
+            rows = self.indices[start:end]
+            # a document appears once in a term's posting list, so the fancy-indexed add is exact
+            scores[rows] += self.data[start:end]
+            postings.append(rows)
+        return scores, postings
+
+    def search(self, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and scores of the ``topk`` best documents for ``query`` (positive scores only), best first."""
+        key = (query, topk)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self.cache_hits += 1
+            self._cache.move_to_end(key)
+            return cached
+        self.cache_misses += 1
+        scores, postings = self.scores(query)
+        if not postings:
+            found = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
+        else:
+            if sum(len(rows) for rows in postings) * 8 < self.num_docs:
+                # few touched rows: sorting them beats scanning the whole score array
+                candidates = np.unique(np.concatenate(postings))
+            else:
+                # many: only rows at or above the k-th best score can be hits
+                kth = (
+                    np.partition(scores, self.num_docs - topk)[self.num_docs - topk]
+                    if self.num_docs > topk
+                    else 0
+                )
+                candidates = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
+            candidates = candidates.astype(np.int64)
+            found = top_k(candidates, scores[candidates], topk)
+        for array in found:
+            array.setflags(write=False)  # shared by every caller of the cache
+        if self.cache_size:
+            self._cache[key] = found
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return found
+
+
+def index_texts(
+    texts: Iterable[str], *, k1: float, b: float, total: int | None = None, show_progress: bool = False
+) -> Any:
+    """A ``bm25s`` model (method "lucene") over texts analysed like Lucene's English analyzer."""
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    stem = stemmer()
+    word_to_id: dict[str, int] = {}
+    stem_to_id: dict[str, int] = {}
+
+    def term_id(word: str) -> int:
+        found = word_to_id.get(word)
+        if found is None:
+            found = word_to_id[word] = stem_to_id.setdefault(stem(word), len(stem_to_id))
+        return found
+
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        texts = tqdm(texts, total=total, desc="BM25 tokenize", unit="passage")
+    documents = [[term_id(word) for word in analyze_words(text)] for text in texts]
+    model = bm25s.BM25(k1=k1, b=b, method="lucene")
+    model.index(Tokenized(ids=documents, vocab=stem_to_id), show_progress=show_progress)
+    return model
+
+
 class BM25Retriever:
     """BM25 over a :class:`Corpus`; ``retrieve`` returns the top-k passages a query.
 
@@ -68,16 +175,9 @@ class BM25Retriever:
         self.model = model
         self.corpus = corpus
         self.directory = directory
-        matrix = model.scores
-        # plain ndarray views of the memory maps: slicing a np.memmap costs a Python-level hook
-        self._data, self._indices, self._indptr = (
-            np.asarray(matrix[name]).view(np.ndarray) for name in ("data", "indices", "indptr")
-        )
-        self.num_docs = int(matrix["num_docs"])
+        self.scorer = BM25Scorer(model)
         self.k1 = float(model.k1)
         self.b = float(model.b)
-        self._vocab: dict[str, int] = model.vocab_dict
-        self._stem = stemmer()
 
     @classmethod
     def build(
@@ -90,28 +190,13 @@ class BM25Retriever:
         show_progress: bool = False,
     ) -> BM25Retriever:
         """Index every passage of ``corpus``; saved to ``out_dir`` (and reloaded memory-mapped) when given."""
-        import bm25s
-        from bm25s.tokenization import Tokenized
-
-        stem = stemmer()
-        word_to_id: dict[str, int] = {}
-        stem_to_id: dict[str, int] = {}
-
-        def term_id(word: str) -> int:
-            found = word_to_id.get(word)
-            if found is None:
-                found = word_to_id[word] = stem_to_id.setdefault(stem(word), len(stem_to_id))
-            return found
-
-        passages = corpus
-        if show_progress:
-            from tqdm.auto import tqdm
-
-            passages = tqdm(corpus, total=len(corpus), desc="BM25 tokenize", unit="passage")
-        documents = [[term_id(word) for word in analyze_words(passage.contents)] for passage in passages]
-        model = bm25s.BM25(k1=k1, b=b, method="lucene")
-        model.index(Tokenized(ids=documents, vocab=stem_to_id), show_progress=show_progress)
-        del documents
+        model = index_texts(
+            (passage.contents for passage in corpus),
+            k1=k1,
+            b=b,
+            total=len(corpus),
+            show_progress=show_progress,
+        )
         if out_dir is None:
             return cls(model, corpus)
         directory = Path(out_dir)
@@ -146,40 +231,11 @@ class BM25Retriever:
             return (BM25Retriever.load, (str(self.directory), self.corpus))
         return (BM25Retriever, (self.model, self.corpus))
 
-    def term_ids(self, query: str) -> list[int]:
-        """The index's term ids of a query's words (words the corpus never uses drop out)."""
-        ids = []
-        for word in analyze_words(query):
-            found = self._vocab.get(self._stem(word))
-            if found is not None:
-                ids.append(found)
-        return ids
-
-    def search(self, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
-        """Corpus rows and scores of the ``topk`` best passages for ``query``, best first."""
-        scores = np.zeros(self.num_docs, dtype=np.float32)
-        postings = []
-        for term in self.term_ids(query):
-            start, end = self._indptr[term], self._indptr[term + 1]
-            rows = self._indices[start:end]
-            # a passage appears once per term's posting list, so the fancy-indexed add is exact
-            scores[rows] += self._data[start:end]
-            postings.append(rows)
-        if not postings:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        touched = sum(len(rows) for rows in postings)
-        if touched * 8 < self.num_docs:
-            candidates = np.unique(np.concatenate(postings))
-        else:
-            candidates = np.flatnonzero(scores)
-        candidates = candidates.astype(np.int64)
-        return top_k(candidates, scores[candidates], topk)
-
     def retrieve(self, queries: Sequence[str], topk: int) -> list[list[RetrievedPassage]]:
         topk = validate_topk(topk)
         results = []
         for query in queries:
-            rows, scores = self.search(query, topk)
+            rows, scores = self.scorer.search(query, topk)
             results.append(
                 [
                     RetrievedPassage(passage=self.corpus[row], score=score, index=row)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def encode_corpus(
         bar = tqdm(total=len(corpus), desc="encode passages", unit="passage")
         bar.update(min(done * shard_size, len(corpus)))
         if done:
-            bar.write(f"resuming: {done} of {len(paths)} shards already encoded")
+            bar.write(f"resuming: {done} of {len(paths)} shards already encoded", file=sys.stderr)
     for number, path in enumerate(paths):
         if path.exists():
             continue

@@ -139,3 +139,26 @@ def test_scores_follow_lucene_formula_on_a_hand_computed_case(tmp_path):
     expected = idf * 2 / (2 + 0.9 * (1 - 0.4 + 0.4 * 4 / 3))
     assert [h.index for h in hit] == [0]
     assert hit[0].score == pytest.approx(expected, rel=1e-6)
+
+
+def test_identical_queries_are_answered_from_the_cache(corpus_and_passages):
+    retriever = BM25Retriever.build(corpus_and_passages[0])
+    first = retriever.retrieve(QUERIES, 5)
+    assert (retriever.scorer.cache_hits, retriever.scorer.cache_misses) == (0, len(QUERIES))
+    assert retriever.retrieve(QUERIES, 5) == first
+    assert retriever.scorer.cache_hits == len(QUERIES)
+    rows, _ = retriever.scorer.search(QUERIES[0], 5)
+    with pytest.raises(ValueError):
+        rows[0] = 7  # cached answers are shared, so they are read-only
+    retriever.retrieve(QUERIES, 6)  # another topk is another entry
+    assert retriever.scorer.cache_misses == 2 * len(QUERIES)
+
+
+def test_cache_keeps_the_most_recent_queries(corpus_and_passages):
+    from retrieval_index.bm25 import BM25Scorer
+
+    scorer = BM25Scorer(BM25Retriever.build(corpus_and_passages[0]).model, cache_size=2)
+    for query in ["river", "bank", "river", "king", "bank"]:
+        scorer.search(query, 3)
+    # river miss, bank miss, river hit, king miss (evicts bank), bank miss
+    assert (scorer.cache_hits, scorer.cache_misses) == (1, 4)

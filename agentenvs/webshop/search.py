@@ -4,8 +4,9 @@ WebShop indexes, per product, ``lower(title + " " + description + " " +
 first bullet point + " " + option text)`` with pyserini (Lucene BM25,
 k1 = 0.9, b = 0.4, English analyzer) and shows the top 50 hits.
 
-:class:`BM25Index` (the default) scores with ``bm25s`` (``method="lucene"``,
-same k1 and b) after an analyzer that follows Lucene's English chain:
+:class:`BM25Index` (the default) scores with retrieval_index's BM25 engine
+(``bm25s``, ``method="lucene"``, same k1 and b) after an analyzer that
+follows Lucene's English chain:
 standard word splitting (letters joined across ``'`` and ``.``, digits across
 ``.`` and ``,``), possessive ``'s`` removed, lowercase, Lucene's 33 English
 stop words, Porter stemming (PyStemmer's ``porter``; words of one or two
@@ -28,12 +29,14 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval_index.analysis import analyze_words, stemmer
+from retrieval_index.analysis import analyze_words  # noqa: F401  (WebShop's analyzer, imported from here)
+from retrieval_index.bm25 import BM25Scorer, index_texts
 
 INDEX_VERSION = 2  # bump when the analyzer or the index files change
 K1 = 0.9
 B = 0.4
 SEARCH_RETURN_N = 50
+
 
 class SearchBackend(Protocol):
     def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[int]:
@@ -42,38 +45,20 @@ class SearchBackend(Protocol):
 
 
 class BM25Index:
-    """bm25s index of a catalog's documents; rows are catalog rows."""
+    """bm25s index of a catalog's documents; rows are catalog rows.
+
+    Scoring is retrieval_index's: only the query terms' posting lists are
+    read, and the top 50 of the last 4096 distinct queries are cached (the
+    copies of a GRPO group search for the same keywords again and again).
+    """
 
     def __init__(self, model: object) -> None:
         self.model = model
-        matrix = model.scores  # type: ignore[attr-defined]
-        # plain ndarray views of the memory maps: slicing a np.memmap costs a Python-level hook
-        self.data, self.indices, self.indptr = (
-            matrix[name].view(np.ndarray) for name in ("data", "indices", "indptr")
-        )
-        self.num_docs = int(matrix["num_docs"])
-        self._stem = stemmer()
-        self._vocab: dict[str, int] = model.vocab_dict  # type: ignore[attr-defined]
+        self.scorer = BM25Scorer(model)
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> BM25Index:
-        import bm25s
-        from bm25s.tokenization import Tokenized
-
-        stem = stemmer()
-        word_to_stem: dict[str, int] = {}
-        stems: dict[str, int] = {}
-
-        def stem_id(word: str) -> int:
-            found = word_to_stem.get(word)
-            if found is None:
-                found = word_to_stem[word] = stems.setdefault(stem(word), len(stems))
-            return found
-
-        docs = [[stem_id(w) for w in analyze_words(text)] for text in texts]
-        model = bm25s.BM25(k1=K1, b=B, method="lucene")
-        model.index(Tokenized(ids=docs, vocab=stems), show_progress=False)
-        return cls(model)
+        return cls(index_texts(texts, k1=K1, b=B))
 
     def save(self, directory: Path) -> None:
         self.model.save(str(directory), show_progress=False)  # type: ignore[attr-defined]
@@ -84,39 +69,12 @@ class BM25Index:
 
         return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False))
 
-    def query_ids(self, keywords: str) -> list[int]:
-        ids = []
-        for word in analyze_words(keywords):
-            token_id = self._vocab.get(self._stem(word))
-            if token_id is not None:
-                ids.append(token_id)
-        return ids
-
     def scores(self, keywords: str) -> np.ndarray:
         """BM25 score of every document for ``keywords`` (a repeated word counts twice, as in Lucene)."""
-        scores = np.zeros(self.num_docs, dtype=np.float32)
-        for token_id in self.query_ids(keywords):
-            start, end = self.indptr[token_id], self.indptr[token_id + 1]
-            np.add.at(scores, self.indices[start:end], self.data[start:end])
-        return scores
+        return self.scorer.scores(keywords)[0]
 
     def search(self, keywords: str, k: int = SEARCH_RETURN_N) -> list[int]:
-        scores = self.scores(keywords)
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k] if len(scores) > k else 0.0
-        # every row scoring at least the k-th best score, ties included; _top cuts the ties
-        hits = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
-        return _top(hits, scores[hits], k)
-
-
-def _top(hits: np.ndarray, scores: np.ndarray, k: int) -> list[int]:
-    """The ``k`` best hits by score, ties broken by the lower row (Lucene's document order)."""
-    if len(hits) > k:
-        threshold = np.partition(scores, len(hits) - k)[len(hits) - k]
-        above = scores > threshold
-        tied = np.flatnonzero(scores == threshold)[: k - int(above.sum())]
-        chosen = np.concatenate([np.flatnonzero(above), tied])
-        hits, scores = hits[chosen], scores[chosen]
-    return hits[np.lexsort((hits, -scores))].tolist()
+        return self.scorer.search(keywords, k)[0].tolist()
 
 
 class PyseriniIndex:

@@ -1,0 +1,208 @@
+"""retrieval_index at scale: BM25 and dense (FAISS Flat / HNSW / IVF) over generated corpora.
+
+    python benchmarks/bench_retrieval.py                         # 10k and 100k passages
+    python benchmarks/bench_retrieval.py --sizes 10000 100000 1000000 --json out.json
+
+Passages are generated: 100 words each (wiki-18's passage length) drawn from a
+Zipf-distributed 60k-word vocabulary, queries 6 words from the same
+distribution. For each size it prints, per engine:
+
+- build: seconds to build the index (BM25: tokenize + bm25s; dense: FAISS
+  add/train over the vectors);
+- load: seconds for a fresh process to open the index (memory-mapped where the
+  engine allows), and that process's RSS after 200 queries (MiB);
+- p50 / p99 ms per single query (top 10), q/s for batches of 64 queries;
+- recall: 10-recall@10 against exact search (1 for exact engines).
+
+Dense rows search generated unit vectors (384-d, clustered like sentence
+embeddings): they measure the index, not the encoder; the encoder's own cost
+(all-MiniLM-L6-v2 on CPU, per query) is printed once below the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from retrieval_index import BM25Retriever, Corpus, Passage
+from retrieval_index.dense import exact_top_k, merge_shards
+
+VOCABULARY = 60_000
+WORDS_PER_PASSAGE = 100
+DIM = 384
+DENSE_FACTORIES = (("Flat", ""), ("HNSW32", "efSearch=128"), ("IVF{nlist},Flat", "nprobe=32"))
+
+LOAD_PROBE = r"""
+import json, sys, time, resource
+import numpy as np
+t0 = time.perf_counter()
+kind, path, queries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+if kind == "bm25":
+    from retrieval_index import BM25Retriever
+    retriever = BM25Retriever.load(path)
+    load = time.perf_counter() - t0
+    for q in queries:
+        retriever.retrieve([q], 10)
+else:
+    from retrieval_index.dense import read_faiss
+    import faiss
+    index = read_faiss(path)
+    if sys.argv[4]:
+        faiss.ParameterSpace().set_index_parameters(index, sys.argv[4])
+    load = time.perf_counter() - t0
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((len(queries), index.d)).astype("float32")
+    index.search(vectors, 10)
+rss = int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+print(json.dumps({"load_s": load, "rss_mib": rss}))
+"""
+
+
+def words(rng: np.random.Generator, count: int) -> np.ndarray:
+    ranks = np.minimum(rng.zipf(1.1, size=count), VOCABULARY) - 1
+    return ranks
+
+
+def generated_passages(size: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    for row in range(size):
+        ids = words(rng, WORDS_PER_PASSAGE)
+        yield Passage(id=str(row), title=f"w{ids[0]} w{ids[1]}", text=" ".join(f"w{i}" for i in ids[2:]))
+
+
+def generated_queries(count: int, seed: int = 7) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(f"w{i}" for i in words(rng, 6)) for _ in range(count)]
+
+
+def clustered_vectors(size: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(size // 100, 16), DIM)).astype(np.float32)
+    vectors = centres[rng.integers(0, len(centres), size)] + 0.6 * rng.standard_normal((size, DIM)).astype(
+        np.float32
+    )
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
+def timings(search, queries: list, batch: int = 64) -> dict[str, float]:
+    for query in queries[:20]:  # warm the touched pages
+        search([query])
+    singles = []
+    for query in queries:
+        start = time.perf_counter()
+        search([query])
+        singles.append((time.perf_counter() - start) * 1000)
+    start = time.perf_counter()
+    for i in range(0, len(queries), batch):
+        search(queries[i : i + batch])
+    qps = len(queries) / (time.perf_counter() - start)
+    return {
+        "p50_ms": float(np.percentile(singles, 50)),
+        "p99_ms": float(np.percentile(singles, 99)),
+        "qps": qps,
+    }
+
+
+def probe(kind: str, path: Path, queries: list[str], params: str = "") -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD_PROBE, kind, str(path), json.dumps(queries), params],
+        check=True, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def bench_size(size: int, workdir: Path, queries: list[str]) -> list[dict]:
+    import faiss
+
+    rows = []
+    corpus = Corpus.from_passages(generated_passages(size), workdir / "corpus")
+    start = time.perf_counter()
+    bm25 = BM25Retriever.build(corpus, workdir / "bm25")
+    build = time.perf_counter() - start
+    times = timings(lambda qs: bm25.retrieve(qs, 10), queries)
+    rows.append({"size": size, "engine": "bm25s (k1 0.9, b 0.4)", "build_s": build, "recall": 1.0, **times,
+                 **probe("bm25", workdir / "bm25", queries[:200])})  # fmt: skip
+
+    vectors = clustered_vectors(size)
+    query_vectors = clustered_vectors(len(queries), seed=9)
+    exact = exact_top_k([vectors], query_vectors, 10)
+    for factory, params in DENSE_FACTORIES:
+        factory = factory.format(nlist=max(16, int(4 * np.sqrt(size))))
+        start = time.perf_counter()
+        index = merge_shards([vectors], DIM, factory)
+        build = time.perf_counter() - start
+        if params:
+            faiss.ParameterSpace().set_index_parameters(index, params)
+        path = workdir / f"e5_{factory.replace(',', '_')}.index"
+        faiss.write_index(index, str(path))
+        _, found = index.search(query_vectors, 10)
+        recall = float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found.tolist(), exact.tolist())]))
+        times = timings(
+            lambda qs, index=index: index.search(query_vectors[np.ravel(qs)], 10),
+            [[i] for i in range(len(queries))],
+        )
+        rows.append({"size": size, "engine": f"faiss {factory} {params}".strip(), "build_s": build, "recall": recall,
+                     **times, **probe("dense", path, queries[:200], params)})  # fmt: skip
+    return rows
+
+
+def encoder_cost() -> str:
+    try:
+        from retrieval_index.encoder import Encoder, bundled_minilm_dir
+
+        encoder = Encoder(bundled_minilm_dir())
+    except ImportError as exc:
+        return f"encoder: not measured ({exc})"
+    queries = generated_queries(40)
+    encoder.encode(queries[:4], is_query=True)
+    start = time.perf_counter()
+    for query in queries:
+        encoder.encode([query], is_query=True)
+    single = (time.perf_counter() - start) / len(queries) * 1000
+    start = time.perf_counter()
+    encoder.encode(queries, is_query=True)
+    batched = (time.perf_counter() - start) / len(queries) * 1000
+    return f"encoder all-MiniLM-L6-v2 on {encoder.device}: {single:.1f} ms per single query, {batched:.1f} ms per query in a batch of 40"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+    queries = generated_queries(args.queries)
+    rows = []
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory(prefix="bench_retrieval_") as tmp:
+            rows += bench_size(size, Path(tmp), queries)
+    header = (
+        "| passages | engine | build s | load s | RSS MiB | p50 ms | p99 ms | q/s (batch 64) | recall@10 |"
+    )
+    print(header)
+    print("|" + "---|" * 9)
+    for r in rows:
+        print(f"| {r['size']:,} | {r['engine']} | {r['build_s']:.1f} | {r['load_s']:.2f} | {r['rss_mib']:.0f} | "
+              f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['qps']:,.0f} | {r['recall']:.3f} |")  # fmt: skip
+    print(encoder_cost())
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
