@@ -45,6 +45,7 @@ from rich.table import Table
 
 import agentenvs
 from agentenvs.agents import AGENTS, AgentUnavailable, EpisodeRecord, play_episode, replay_episode
+from agentenvs.core.env import MissingProgram
 from agentenvs.core.registration import NAMESPACE
 
 QUIT_WORDS = ("quit", "exit")
@@ -221,8 +222,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             reason = unavailable_reason(env_id)
             if reason is not None:
                 _note(notes, f"skipping {env_id}: {reason}", "yellow")
-            else:
+                continue
+            try:
                 envs.append((env_id, make_env(env_id, kwargs)))
+            except MissingProgram as exc:
+                _note(notes, f"skipping {env_id}: {exc}", "yellow")
     else:
         env_id = resolve_env_id(args.env_id)
         envs.append((env_id, make_env(env_id, kwargs)))

@@ -262,3 +262,16 @@ def test_run_table_keeps_every_column_readable_at_80_columns(
         assert all(f"{name} " in block for name in weights), block
     table_text = "".join(line.strip("│┃| ") for line in lines)
     assert env_id in table_text.replace(" ", "").replace("│", "")
+
+
+def test_run_all_skips_an_env_whose_program_is_missing_and_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gymnasium as gym
+
+    monkeypatch.setitem(gym.spec("agentenvs/ColBench-Frontend-v0").kwargs, "chromium", str(tmp_path / "no-browser"))
+    out = tmp_path / "colbench.jsonl"
+    code = main(["run", "ColBench*", "--agent", "random", "--episodes", "1", "--out", str(out)])
+    assert code == 0
+    assert "skipping agentenvs/ColBench-Frontend-v0" in capsys.readouterr().err
+    assert {json.loads(line)["env_id"] for line in out.read_text().splitlines()} == {"agentenvs/ColBench-v0"}

@@ -57,7 +57,7 @@ from agentenvs.colbench.collaborators import Collaborator, LLMDesignCollaborator
 from agentenvs.colbench.dialogue import CollaborationEnv
 from agentenvs.colbench.pages import GeneratedPages, OfficialPages
 from agentenvs.colbench.render import ClipSimilarity, PageRenderer, decode_png, html_of, page_similarity
-from agentenvs.core.env import StepOutcome
+from agentenvs.core.env import MissingProgram, StepOutcome
 from agentenvs.core.keys import stable_digest
 
 FRONTEND_REPLY_CHARS = 1000
@@ -106,7 +106,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
         render_mode: str | None = None,
     ) -> None:
         if not Path(chromium).is_file():
-            raise FileNotFoundError(
+            raise MissingProgram(
                 f"no browser at {chromium}: install Debian's chromium (apt-get install chromium)"
             )
         source = OfficialPages(data_dir) if data_dir is not None else GeneratedPages()

@@ -2,7 +2,14 @@
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
-from agentenvs.core.env import AgentEnv, EnvSnapshot, InvalidAction, StepOutcome, resolve_weights
+from agentenvs.core.env import (
+    AgentEnv,
+    EnvSnapshot,
+    InvalidAction,
+    MissingProgram,
+    StepOutcome,
+    resolve_weights,
+)
 from agentenvs.core.keys import (
     canonical_bytes,
     derive_rng,
@@ -37,6 +44,7 @@ __all__ = [
     "IdListTaskSource",
     "InvalidAction",
     "ListTaskSource",
+    "MissingProgram",
     "ParsedResponse",
     "StepOutcome",
     "TaskSource",

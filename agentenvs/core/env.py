@@ -83,6 +83,13 @@ class InvalidAction(Exception):
     """Raised by ``_parse_action`` for text that names no applicable action."""
 
 
+class MissingProgram(FileNotFoundError):
+    """A program outside Python that the env needs (a browser, a JVM) is not installed.
+
+    The message says how to install it; ``agentenvs run all`` skips such envs with that message.
+    """
+
+
 @dataclass
 class StepOutcome:
     """What one primitive action did: feedback text, reward components, episode end."""
