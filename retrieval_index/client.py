@@ -47,9 +47,14 @@ class RemoteRetriever:
 
     def _http(self) -> Any:
         if self._client is None:
+            import socket
+
             import httpx
 
-            self._client = httpx.Client(timeout=self.timeout)
+            # httpx writes a request's headers and body in two sends: TCP_NODELAY keeps Nagle's
+            # algorithm from holding the second until the first is acknowledged
+            transport = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            self._client = httpx.Client(timeout=self.timeout, transport=transport)
         return self._client
 
     def post(self, payload: dict[str, Any]) -> dict[str, Any]:

@@ -319,6 +319,9 @@ class ServerThread:
 
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # accepted sockets inherit it: without it every reply on a kept-alive connection waited ~40 ms
+        # for the client's delayed ACK (Nagle's algorithm holding the body behind the headers)
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._socket.bind((host, port))
         self.url = f"http://{host}:{self._socket.getsockname()[1]}"
         config = uvicorn.Config(app, log_level="warning", backlog=4096, timeout_keep_alive=30)
