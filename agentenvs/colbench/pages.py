@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from agentenvs.colbench.families import Fact, pick
-from agentenvs.colbench.tasks import SIZES, draw_in_split, official_files
-from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError
+from agentenvs.colbench.tasks import GeneratedSource, draw_in_split, official_files
+from agentenvs.core.tasks import IdListTaskSource, UnknownTaskError
 
 PREFIX = "colbench-page"
 
@@ -219,29 +219,13 @@ def generate_page(split: str, index: int) -> PageTask:
     )
 
 
-class GeneratedPages(TaskSource[PageTask]):
+class GeneratedPages(GeneratedSource[PageTask]):
     """The built-in frontend tasks (see the module docstring)."""
 
-    def size(self, split: str) -> int:
-        self.check_split(split)
-        return SIZES[split]
+    prefix = PREFIX
 
-    def task_id(self, split: str, index: int) -> str:
-        if not 0 <= index < self.size(split):
-            raise IndexError(f"index {index} outside split {split!r}")
-        return f"{PREFIX}-{split}-{index:05d}"
-
-    def load(self, task_id: str) -> PageTask:
-        head, _, rest = task_id.rpartition("-")
-        split = head[len(PREFIX) + 1 :] if head.startswith(PREFIX + "-") else ""
-        if (
-            split in SIZES
-            and rest.isdigit()
-            and int(rest) < SIZES[split]
-            and task_id == self.task_id(split, int(rest))
-        ):
-            return generate_page(split, int(rest))
-        raise UnknownTaskError(f"unknown task id {task_id!r}")
+    def generate(self, split: str, index: int) -> PageTask:
+        return generate_page(split, index)
 
 
 class OfficialPages(IdListTaskSource[PageTask]):

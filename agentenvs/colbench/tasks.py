@@ -19,10 +19,11 @@ come from running ``ground_truth`` in the sandbox (see the env).
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError,
 SIZES = {"train": 10_000, "valid": 1_000, "test": 1_000}
 SPLIT_WEIGHTS = {"train": 10, "valid": 1, "test": 1}
 PREFIX = "colbench"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,17 @@ def generate_task(split: str, index: int) -> BackendTask:
     )
 
 
-class GeneratedTasks(TaskSource[BackendTask]):
-    """The built-in backend tasks (see the module docstring)."""
+class GeneratedSource(TaskSource[T]):
+    """Built-in tasks of fixed split sizes (:data:`SIZES`), id ``{prefix}-{split}-{index:05d}``.
+
+    Subclasses name their ``prefix`` and ``generate(split, index)`` the task.
+    """
+
+    prefix: ClassVar[str]
+
+    @abstractmethod
+    def generate(self, split: str, index: int) -> T:
+        """The task at ``index`` of ``split``."""
 
     def size(self, split: str) -> int:
         self.check_split(split)
@@ -108,15 +119,28 @@ class GeneratedTasks(TaskSource[BackendTask]):
     def task_id(self, split: str, index: int) -> str:
         if not 0 <= index < self.size(split):
             raise IndexError(f"index {index} outside split {split!r}")
-        return f"{PREFIX}-{split}-{index:05d}"
+        return f"{self.prefix}-{split}-{index:05d}"
 
-    def load(self, task_id: str) -> BackendTask:
-        parts = task_id.split("-")
-        if len(parts) == 3 and parts[0] == PREFIX and parts[1] in SIZES and parts[2].isdigit():
-            index = int(parts[2])
-            if index < SIZES[parts[1]] and task_id == self.task_id(parts[1], index):
-                return generate_task(parts[1], index)
+    def load(self, task_id: str) -> T:
+        head, _, rest = task_id.rpartition("-")
+        split = head[len(self.prefix) + 1 :] if head.startswith(self.prefix + "-") else ""
+        if (
+            split in SIZES
+            and rest.isdigit()
+            and int(rest) < SIZES[split]
+            and task_id == self.task_id(split, int(rest))
+        ):
+            return self.generate(split, int(rest))
         raise UnknownTaskError(f"unknown task id {task_id!r}")
+
+
+class GeneratedTasks(GeneratedSource[BackendTask]):
+    """The built-in backend tasks (see the module docstring)."""
+
+    prefix = PREFIX
+
+    def generate(self, split: str, index: int) -> BackendTask:
+        return generate_task(split, index)
 
 
 def official_files(data_dir: str | Path, folder: str = "backend_tasks") -> dict[str, Path]:
