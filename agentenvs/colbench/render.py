@@ -122,7 +122,7 @@ class _BrowserThread:
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(function(*args))
-                except BaseException as exc:  # handed to the caller, raised there
+                except BaseException as exc:  # noqa: BLE001 (handed to the caller, raised there)
                     future.set_exception(exc)
 
 
