@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from retrieval_index import Corpus
+from test_search import play_expert
 
 from agentenvs.search.data import DEFAULT_PASSAGES, builtin_dir, builtin_questions
 from agentenvs.search.env import SearchEnv
 from agentenvs.search.questions import STYLES, TEST_SIZES
+from retrieval_index import Corpus
 
 pytestmark = pytest.mark.slow
 
@@ -31,17 +32,6 @@ def test_default_world_has_100k_passages_and_the_originals_test_sizes():
 def test_expert_on_the_default_world(dataset):
     env = SearchEnv(dataset, split="test")
     episodes = min(200, env.task_source.size("test"))
-    solved, found, needed = 0, 0, 0
-    for seed in range(episodes):
-        obs, info = env.reset(seed=seed)
-        expert = env.expert()
-        done = False
-        while not done:
-            obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
-            done = terminated or truncated
-        solved += info["success"]
-        evidence = env.question.evidence[: env.max_turns - 1]
-        needed += len(evidence)
-        found += sum(int(p) in env.retrieved for p in evidence)
+    solved, found, needed = play_expert(env, episodes)
     assert solved / episodes >= 0.95
     assert found / needed >= 0.9, f"{dataset}: the expert's searches found {found}/{needed} gold passages"
