@@ -5,8 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
+import socket
+import subprocess
+import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -245,6 +250,58 @@ def test_remote_retriever_gives_up_with_the_last_failure():
     remote = RemoteRetriever("http://127.0.0.1:9", retries=2, backoff=0.01, timeout=1)
     with pytest.raises(RemoteRetrieverError, match="no answer after 3 attempts"):
         remote.retrieve(["river"], 1)
+
+
+def test_remote_retriever_reopens_a_connection_the_server_closed_without_a_retry(bm25):
+    thread = ServerThread(create_app(bm25, kind="bm25"))
+    port = int(thread.url.rsplit(":", 1)[1])
+    remote = RemoteRetriever(thread.url, retries=0, timeout=5)
+    with thread:
+        first = remote.retrieve(["river"], 2)
+    # a new server on the same port: the client's kept-alive connection died with the old one
+    with ServerThread(create_app(bm25, kind="bm25"), port=port):
+        assert remote.retrieve(["river"], 2) == first
+    assert remote.retries_used == 0
+
+
+def test_remote_retriever_is_shared_by_threads_each_on_its_own_connection(server, bm25):
+    remote = RemoteRetriever(server)
+    queries = [f"{TOPICS[i % 10]} {TOPICS[i // 10 % 10]}" for i in range(40)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda query: remote.retrieve([query], 3), queries))
+    assert [[hit.index for hit in hits[0]] for hits in answers] == [
+        [hit.index for hit in hits] for hits in bm25.retrieve(queries, 3)
+    ]
+    assert 1 < len(remote._open) <= 8
+    remote.close()
+    assert remote._open == [] and remote.retrieve(["chess"], 1)[0][0].passage.text
+
+
+def test_remote_retriever_refuses_a_url_that_is_not_http():
+    with pytest.raises(ValueError, match="not an http"):
+        RemoteRetriever("127.0.0.1:8000")
+
+
+def test_cli_serves_with_several_workers_sharing_the_index(bm25):
+    """``python -m retrieval_index serve --workers 2``: two processes answer, SIGTERM stops them all."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "retrieval_index", "serve", "--index", str(bm25.directory)]
+    process = subprocess.Popen([*command, "--workers", "2", "--port", str(port)], start_new_session=True)
+    try:
+        remote = RemoteRetriever(f"http://127.0.0.1:{port}", retries=60, backoff=0.25)
+        queries = ["river piano", "chess tennis"]
+        assert [[h.index for h in hits] for hits in remote.retrieve(queries, 3)] == [
+            [h.index for h in hits] for hits in bm25.retrieve(queries, 3)
+        ]
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        workers = [pid for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert len(workers) == 2
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
 
 
 def test_two_hundred_concurrent_clients_get_no_errors(server, bm25):
