@@ -1,34 +1,43 @@
-"""Load test of the retrieval server: N concurrent clients, our server against a naive one.
+"""Load test of the retrieval server: 200 concurrent clients, our server against a naive one.
 
-    python benchmarks/bench_retrieval_server.py                      # 200 clients x 20 requests, BM25 on 100k
-    python benchmarks/bench_retrieval_server.py --clients 200 --requests 50 --passages 100000 --workers 2
+    python benchmarks/bench_retrieval_server.py                        # BM25 on 20k passages, dense on 3k
+    python benchmarks/bench_retrieval_server.py --kinds bm25 --passages 100000 --clients 200 --requests 20
 
-Both servers run as their own processes on the same BM25 index over generated
-passages (see bench_retrieval.py). Every client sends its requests one after
-another (Search-R1's request: one query, topk 3, return_scores); all clients
-run at once. Printed per server: requests, errors (any non-200 or transport
-failure), p50 / p99 latency, queries/s over the whole run.
+Every server runs as its own process on the same index over generated
+passages (see bench_retrieval.py): BM25, and dense with the bundled
+all-MiniLM-L6-v2 encoder (a query's cost is mostly encoding it, which is where
+micro-batching pays). Every client sends its requests one after another
+(Search-R1's request: one query, topk 3, return_scores); all clients run at
+once, spread over ``--client-processes`` processes that speak plain HTTP/1.1
+on kept-alive connections, so one Python process is not the bottleneck.
+Printed per server: requests, errors (any non-200 or transport failure),
+p50 / p99 latency, queries/s over the whole run, then one client alone
+(``RemoteRetriever``, 200 queries one at a time): its p50 and what the
+server adds to the same query retrieved in-process, and the server's
+RSS / PSS (shared pages split between its processes).
 
 - ``retrieval_index``: ``python -m retrieval_index serve`` (micro-batched,
-  bounded queue; ``--workers`` uvicorn processes sharing the mapped index).
+  bounded queue; ``--workers`` uvicorn processes sharing the mapped index;
+  Ray Serve replicas where ``ray[serve]`` is installed).
 - ``naive``: the structure of Search-R1's retrieval_server.py: a FastAPI
   endpoint with a pydantic request model that calls the retriever for each
   request on its own, one at a time.
-
-Also printed: the same index queried in-process, one query at a time, and
-through the server by one client, so the server's own cost per query shows.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +57,10 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import BaseModel
 
-from retrieval_index import BM25Retriever
+from retrieval_index.loading import open_retriever
 from retrieval_index.server import document_row
 
-retriever = BM25Retriever.load(sys.argv[1])
+retriever, kind = open_retriever(sys.argv[1])
 lock = threading.Lock()
 app = FastAPI()
 
@@ -67,8 +76,8 @@ def retrieve(request: QueryRequest):
     with lock:
         hits = retriever.retrieve(request.queries, request.topk or 3)
     if request.return_scores:
-        return {"result": [[{"document": document_row(h, "bm25"), "score": h.score} for h in q] for q in hits]}
-    return {"result": [[document_row(h, "bm25") for h in q] for q in hits]}
+        return {"result": [[{"document": document_row(h, kind), "score": h.score} for h in q] for q in hits]}
+    return {"result": [[document_row(h, kind) for h in q] for q in hits]}
 
 
 @app.get("/health")
@@ -78,6 +87,7 @@ def health():
 
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
 """
+CONTENT_LENGTH = re.compile(rb"(?i)\r\ncontent-length:\s*(\d+)")
 
 
 def process_tree(pid: int) -> list[int]:
@@ -106,136 +116,182 @@ def free_port() -> int:
 def start_server(command: list[str], port: int) -> subprocess.Popen:
     import httpx
 
-    process = subprocess.Popen(command, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    process = subprocess.Popen(command, env=dict(os.environ, PYTHONPATH=str(ROOT)), start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
                 return process
         except httpx.TransportError:
             time.sleep(0.2)
-    process.kill()
+    stop_server(process)
     raise RuntimeError(f"server {command} did not come up")
 
 
-async def load(url: str, queries: list[str], clients: int, requests: int) -> dict[str, float]:
-    import httpx
+def stop_server(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        process.wait()
 
+
+async def client(port: int, bodies: list[bytes], latencies: list[float], errors: list[str]) -> None:
+    """One client on one kept-alive connection (reopened after a failure), its requests one at a time."""
+    connection = None
+    for body in bodies:
+        start = time.perf_counter()
+        try:
+            if connection is None:
+                connection = await asyncio.open_connection("127.0.0.1", port)
+            reader, writer = connection
+            writer.write(
+                b"POST /retrieve HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            await reader.readexactly(int(CONTENT_LENGTH.search(head).group(1)))
+            status = head.split(b" ", 2)[1]
+            if status != b"200":
+                errors.append(status.decode())
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, AttributeError) as exc:
+            errors.append(type(exc).__name__)
+            connection = None
+        latencies.append((time.perf_counter() - start) * 1000)
+    if connection is not None:
+        connection[1].close()
+
+
+def load_process(port: int, queries: list[list[str]], start_at: float) -> dict:
+    """One load process: a client per query list, all at once from ``start_at`` (wall clock)."""
     latencies: list[float] = []
     errors: list[str] = []
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
 
-        async def client(number: int) -> None:
-            for r in range(requests):
-                query = queries[(number * requests + r) % len(queries)]
-                start = time.perf_counter()
-                try:
-                    response = await http.post(
-                        f"{url}/retrieve", json={"queries": [query], "topk": 3, "return_scores": True}
-                    )
-                    if response.status_code != 200:
-                        errors.append(str(response.status_code))
-                except httpx.HTTPError as exc:
-                    errors.append(type(exc).__name__)
-                latencies.append((time.perf_counter() - start) * 1000)
+    async def run() -> None:
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        bodies = [
+            [json.dumps({"queries": [q], "topk": 3, "return_scores": True}).encode() for q in own] for own in queries
+        ]
+        await asyncio.gather(*(client(port, own, latencies, errors) for own in bodies))
 
-        start = time.perf_counter()
-        await asyncio.gather(*(client(n) for n in range(clients)))
-        wall = time.perf_counter() - start
+    asyncio.run(run())
+    return {"latencies": latencies, "errors": errors, "ended": time.time()}
+
+
+def load(port: int, queries: list[str], clients: int, requests: int, processes: int) -> dict:
+    per_client = [
+        [queries[(number * requests + r) % len(queries)] for r in range(requests)] for number in range(clients)
+    ]
+    start_at = time.time() + 2.0  # every load process started and waiting
+    with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+        parts = list(pool.map(load_process, [port] * processes, [per_client[p::processes] for p in range(processes)],
+                              [start_at] * processes))  # fmt: skip
+    latencies = [ms for part in parts for ms in part["latencies"]]
+    errors = [error for part in parts for error in part["errors"]]
     return {
         "requests": len(latencies),
         "errors": len(errors),
         "error_kinds": sorted(set(errors)),
         "p50_ms": float(np.percentile(latencies, 50)),
         "p99_ms": float(np.percentile(latencies, 99)),
-        "qps": len(latencies) / wall,
+        "qps": len(latencies) / (max(part["ended"] for part in parts) - start_at),
     }
 
 
-def single_client_ms(url: str, queries: list[str]) -> float:
-    import httpx
-
-    with httpx.Client() as http:
-        times = []
-        for query in queries:
-            start = time.perf_counter()
-            http.post(
-                f"{url}/retrieve", json={"queries": [query], "topk": 3, "return_scores": True}
-            ).raise_for_status()
-            times.append((time.perf_counter() - start) * 1000)
+def median_ms(retrieve, queries: list[str]) -> float:
+    for query in queries[:10]:
+        retrieve([query], 3)
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        retrieve([query], 3)
+        times.append((time.perf_counter() - start) * 1000)
     return float(np.median(times))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--passages", type=int, default=100_000)
-    parser.add_argument("--clients", type=int, default=200)
-    parser.add_argument("--requests", type=int, default=20, help="requests per client")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="uvicorn worker counts to run")
-    args = parser.parse_args()
-
+def build_index(kind: str, passages: int, workdir: Path):  # type: ignore[no-untyped-def]
     from retrieval_index import BM25Retriever, Corpus
 
-    queries = generated_queries(2000)
-    with tempfile.TemporaryDirectory(prefix="bench_server_") as tmp:
-        corpus = Corpus.from_passages(generated_passages(args.passages), Path(tmp) / "corpus")
-        index = BM25Retriever.build(corpus, Path(tmp) / "bm25")
-        for query in queries[:20]:
-            index.retrieve([query], 3)
-        times = []
-        for query in queries[:200]:
-            start = time.perf_counter()
-            index.retrieve([query], 3)
-            times.append((time.perf_counter() - start) * 1000)
-        in_process = float(np.median(times))
+    corpus = Corpus.from_passages(generated_passages(passages), workdir / "corpus")
+    if kind == "bm25":
+        return BM25Retriever.build(corpus, workdir / "index")
+    from retrieval_index.dense import DenseRetriever
+    from retrieval_index.encoder import Encoder, bundled_minilm_dir
 
-        rows = []
-        index_dir = str(Path(tmp) / "bm25")
+    return DenseRetriever.build(corpus, Encoder(bundled_minilm_dir()), workdir / "index", log=lambda _: None)
+
+
+def ray_serve_installed() -> bool:
+    probe = subprocess.run([sys.executable, "-c", "import ray.serve"], capture_output=True)
+    return probe.returncode == 0
+
+
+def bench_kind(kind: str, passages: int, args: argparse.Namespace, queries: list[str]) -> dict:
+    from retrieval_index.client import RemoteRetriever
+
+    with tempfile.TemporaryDirectory(prefix=f"bench_server_{kind}_") as tmp:
+        index = build_index(kind, passages, Path(tmp))
+        in_process = median_ms(index.retrieve, queries[:200])
+        serve = [sys.executable, "-m", "retrieval_index", "serve", "--index", str(Path(tmp) / "index")]
         servers = {
-            f"retrieval_index, {workers} worker{'s' if workers > 1 else ''}": [
-                sys.executable,
-                "-m",
-                "retrieval_index",
-                "serve",
-                "--index",
-                index_dir,
-                "--workers",
-                str(workers),
-            ]
-            for workers in args.workers
+            f"retrieval_index, {n} worker{'s' if n > 1 else ''}": [*serve, "--workers", str(n)] for n in args.workers
         }
-        servers["naive (Search-R1's structure)"] = [sys.executable, "-c", NAIVE_SERVER, index_dir]  # fmt: skip
+        if args.ray_replicas and ray_serve_installed():
+            servers[f"retrieval_index, Ray Serve {args.ray_replicas} replicas"] = [
+                *serve, "--ray-replicas", str(args.ray_replicas)
+            ]  # fmt: skip
+        servers["naive (Search-R1's structure)"] = [sys.executable, "-c", NAIVE_SERVER, str(Path(tmp) / "index")]
+        rows = []
         for name, command in servers.items():
             port = free_port()
             process = start_server([*command, "--port", str(port)], port)
             try:
-                url = f"http://127.0.0.1:{port}"
-                single = single_client_ms(url, queries[:200])
-                result = asyncio.run(load(url, queries, args.clients, args.requests))
+                remote = RemoteRetriever(f"http://127.0.0.1:{port}")
+                single = median_ms(remote.retrieve, queries[:200])
+                remote.close()
+                result = load(port, queries, args.clients, args.requests, args.client_processes)
                 result["rss_mib"], result["pss_mib"] = memory_mib(process.pid)
             finally:
-                process.terminate()
-                process.wait()
-            rows.append({"server": name, "single_ms": single, **result})
+                stop_server(process)
+            rows.append({"server": name, "single_ms": single, "added_ms": single - in_process, **result})
+    return {"kind": kind, "passages": passages, "in_process_ms": in_process, "rows": rows}
 
-    print(
-        f"BM25 over {args.passages:,} generated passages; {args.clients} concurrent clients x {args.requests} requests"
-    )
-    print(f"in-process retrieve, one query: p50 {in_process:.2f} ms")
-    for r in rows:
+
+def print_kind(result: dict, args: argparse.Namespace) -> None:
+    engine = "BM25" if result["kind"] == "bm25" else "dense (all-MiniLM-L6-v2 on CPU, faiss Flat)"
+    print(f"\n{engine} over {result['passages']:,} generated passages; {args.clients} concurrent clients x "
+          f"{args.requests} requests from {args.client_processes} processes")  # fmt: skip
+    print(f"in-process retrieve, one query: p50 {result['in_process_ms']:.2f} ms")
+    for r in result["rows"]:
         if r["error_kinds"]:
             print(f"{r['server']} errors: {r['error_kinds']}")
-    print("| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms | RSS / PSS MiB |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
+    print("| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms | server adds ms | RSS / PSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in result["rows"]:
         print(f"| {r['server']} | {r['requests']} | {r['errors']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
-              f"{r['qps']:.0f} | {r['single_ms']:.2f} | {r['rss_mib']:.0f} / {r['pss_mib']:.0f} |")  # fmt: skip
-    naive = rows[-1]
-    for row in rows[:-1]:
+              f"{r['qps']:.0f} | {r['single_ms']:.2f} | {r['added_ms']:.2f} | "
+              f"{r['rss_mib']:.0f} / {r['pss_mib']:.0f} |")  # fmt: skip
+    naive = result["rows"][-1]
+    for row in result["rows"][:-1]:
         print(f"q/s ratio {row['server']} / naive: {row['qps'] / naive['qps']:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kinds", nargs="+", choices=("bm25", "dense"), default=["bm25", "dense"])
+    parser.add_argument("--passages", type=int, default=20_000, help="BM25 corpus size")
+    parser.add_argument("--dense-passages", type=int, default=3_000, help="dense corpus size (encoded on CPU)")
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=5, help="requests per client")
+    parser.add_argument("--client-processes", type=int, default=4)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="uvicorn worker counts to run")
+    parser.add_argument("--ray-replicas", type=int, default=2, help="Ray Serve replicas (0: none)")
+    args = parser.parse_args()
+    queries = generated_queries(2000)
+    for kind in args.kinds:
+        passages = args.passages if kind == "bm25" else args.dense_passages
+        print_kind(bench_kind(kind, passages, args, queries), args)
 
 
 if __name__ == "__main__":
