@@ -68,6 +68,11 @@ def serve(args: argparse.Namespace) -> None:
         "max_batch_queries": args.max_batch,
     }
     ServerLimits(**limits)  # refuse bad values before starting any worker
+    if args.ray_replicas:
+        from retrieval_index.ray_serve import serve_forever
+
+        serve_forever(args, ServerLimits(**limits))
+        return
     if args.workers > 1:
         # each worker process opens the same memory-mapped index: the OS shares its pages
         os.environ["RETRIEVAL_INDEX_DIR"] = str(Path(args.index).resolve())
@@ -142,6 +147,9 @@ def main(argv: list[str] | None = None) -> None:
         help="seconds an idle client connection stays open; uvicorn's 5 s default races busy clients that reuse it",
     )
     s.add_argument("--log-level", default="warning")
+    from retrieval_index.ray_serve import add_arguments as add_ray_arguments
+
+    add_ray_arguments(s)
     s.set_defaults(handler=serve)
 
     args = parser.parse_args(argv)
