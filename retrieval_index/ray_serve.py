@@ -76,7 +76,10 @@ class ReplicaHeader:
 
         async def send_named(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), (REPLICA_HEADER, self.replica)]}
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", ()), (REPLICA_HEADER, self.replica)],
+                }
             await send(message)
 
         await self.app(scope, receive, send_named)
@@ -169,7 +172,9 @@ class RayServer:
         elif not ray.is_initialized():
             ray.init(address=self.options.address, logging_level=logging.WARNING, log_to_driver=False)
         try:
-            serve.start(http_options={"host": self.host, "port": self.port}, logging_config={"log_level": "WARNING"})
+            serve.start(
+                http_options={"host": self.host, "port": self.port}, logging_config={"log_level": "WARNING"}
+            )
             serve.run(application(self.index_dir, self.limits, self.options), name=APP_NAME, route_prefix="/")
         except BaseException:
             self._shutdown()
