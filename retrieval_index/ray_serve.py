@@ -28,6 +28,8 @@ import dataclasses
 import logging
 import os
 import signal
+import socket
+import sys
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -126,10 +128,10 @@ def application(index_dir: str, limits: ServerLimits, options: RayServeOptions) 
 
 
 class RayServer:
-    """Ray (local or an existing cluster), Serve's proxy on ``host:port``, and the replicas; a context manager.
+    """Ray (local or an existing cluster), Serve's proxy on ``host:port``, and the replicas; a context manager::
 
-    ``__enter__`` returns once every replica answers; ``__exit__`` deletes the
-    application, and for a Ray started here, shuts Serve and Ray down.
+    with RayServer(index_dir, port=8000, options=RayServeOptions(replicas=4)) as url:
+        RemoteRetriever(url).retrieve(["query"], 3)
     """
 
     def __init__(
@@ -155,16 +157,24 @@ class RayServer:
         self._owns_ray = False
 
     def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> str:
+        """Start (or join) Ray, Serve's proxy and the replicas; the URL once every replica answers."""
         import ray
         from ray import serve
 
         self._owns_ray = self.options.address is None and not ray.is_initialized()
         if self._owns_ray:
+            ensure_port_free(self.host, self.port)  # else Serve's proxy fails only after Ray's ~20 s start
             ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
             needed = self.options.replicas * self.options.num_cpus
             available = ray.cluster_resources().get("CPU", 0)
             if needed > available:
-                self._shutdown()
+                self.stop()
                 raise ValueError(
                     f"{self.options.replicas} replicas of {self.options.num_cpus} CPUs need {needed:g} CPUs, "
                     f"this machine has {available:g}: lower --ray-num-cpus (fractions are fine) or the replicas"
@@ -177,14 +187,12 @@ class RayServer:
             )
             serve.run(application(self.index_dir, self.limits, self.options), name=APP_NAME, route_prefix="/")
         except BaseException:
-            self._shutdown()
+            self.stop()
             raise
         return self.url
 
-    def __exit__(self, *exc_info: object) -> None:
-        self._shutdown()
-
-    def _shutdown(self) -> None:
+    def stop(self) -> None:
+        """Delete the application; for a Ray started here, shut Serve and Ray down."""
         import ray
         from ray import serve
 
@@ -195,6 +203,14 @@ class RayServer:
             ray.shutdown()
         else:
             serve.delete(APP_NAME)
+
+
+def ensure_port_free(host: str, port: int) -> None:
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ValueError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -230,13 +246,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def serve_forever(args: argparse.Namespace, limits: ServerLimits) -> None:
     """Run the ``serve --ray-replicas N`` command until SIGTERM or SIGINT, then shut down cleanly."""
-    options = RayServeOptions(
-        replicas=args.ray_replicas,
-        max_ongoing_requests=args.ray_max_ongoing,
-        max_queued_requests=args.ray_max_queued,
-        num_cpus=args.ray_num_cpus,
-        address=args.ray_address,
-    )
     stop = threading.Event()
 
     def stop_on_signals() -> None:
@@ -244,10 +253,24 @@ def serve_forever(args: argparse.Namespace, limits: ServerLimits) -> None:
             signal.signal(signum, lambda *_: stop.set())
 
     stop_on_signals()
-    with RayServer(args.index, host=args.host, port=args.port, limits=limits, options=options) as url:
+    try:
+        options = RayServeOptions(
+            replicas=args.ray_replicas,
+            max_ongoing_requests=args.ray_max_ongoing,
+            max_queued_requests=args.ray_max_queued,
+            num_cpus=args.ray_num_cpus,
+            address=args.ray_address,
+        )
+        server = RayServer(args.index, host=args.host, port=args.port, limits=limits, options=options)
+        url = server.start()
+    except (FileNotFoundError, ValueError) as exc:  # the user's arguments: one line, no traceback
+        sys.exit(f"retrieval_index serve: {exc}")
+    try:
         stop_on_signals()  # ray.init replaced the SIGTERM handler with one that ends the process at once
         print(f"serving {args.index} at {url} with {options.replicas} Ray Serve replicas", flush=True)
         # a signal may land on one of Ray's threads, which wakes no blocked wait: look now and then
         while not stop.wait(timeout=0.2):
             pass
+    finally:
+        server.stop()
     print("Ray Serve stopped", flush=True)
