@@ -254,6 +254,8 @@ def serve_forever(args: argparse.Namespace, limits: ServerLimits) -> None:
 
     stop_on_signals()
     try:
+        if args.workers > 1:
+            raise ValueError("--workers and --ray-replicas exclude each other (replicas are Ray's workers)")
         options = RayServeOptions(
             replicas=args.ray_replicas,
             max_ongoing_requests=args.ray_max_ongoing,
