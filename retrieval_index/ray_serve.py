@@ -16,9 +16,17 @@ From the command line::
     python -m retrieval_index serve --index DIR --ray-replicas 16 --ray-address auto --host 0.0.0.0
 
 Without ``--ray-address`` a local Ray instance is started and shut down with
-the server (SIGTERM or SIGINT). With it, stopping the server deletes only
-its own Serve application and leaves the cluster, and Serve itself, running.
-Every response carries the answering replica's id in ``x-retrieval-replica``.
+the server (SIGTERM or SIGINT; a SIGKILL leaves some of Ray's agents
+running). With it, stopping the server deletes only its own Serve
+application and leaves the cluster, and Serve itself, running; Serve's
+proxies then keep the port they were first started with.
+
+Every response carries the answering replica's id in ``x-retrieval-replica``;
+``/health`` reports the counters of the replica that answers it. Ray adds
+its own processes (GCS, raylet, agents, Serve's controller and proxy) and a
+hop from the proxy to a replica on every request: on one machine, uvicorn
+workers (``--workers``) are lighter and faster; Ray is for more replicas than
+one machine holds.
 """
 
 from __future__ import annotations
