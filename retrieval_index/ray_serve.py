@@ -131,6 +131,8 @@ def application(index_dir: str, limits: ServerLimits, options: RayServeOptions) 
         max_ongoing_requests=options.max_ongoing_requests,
         max_queued_requests=options.max_queued_requests,
         ray_actor_options={"num_cpus": options.num_cpus},
+        # a log line a request costs the replica more than a BM25 search; failures are still logged
+        logging_config={"log_level": "WARNING", "enable_access_log": False},
     )
     return deployment.bind(os.path.abspath(index_dir), dataclasses.asdict(limits))
 
