@@ -58,8 +58,12 @@ def index_dir(tmp_path_factory) -> Path:
     return root / "bm25"
 
 
-@pytest.fixture(scope="module")
-def ray_server(index_dir):
+# Serve's Python proxy, and Ray 2.60's experimental HAProxy ingress straight to the replicas
+INGRESS = {"proxy": {"RAY_SERVE_ENABLE_HA_PROXY": "0"}, "haproxy": {"RAY_SERVE_ENABLE_HA_PROXY": "1"}}
+
+
+@pytest.fixture(scope="module", params=INGRESS.values(), ids=INGRESS.keys())
+def ray_server(request, index_dir):
     """``python -m retrieval_index serve --ray-replicas 2`` as a user runs it; yields (url, process, log)."""
     require_ray_serve()
     port = free_port()
@@ -67,10 +71,13 @@ def ray_server(index_dir):
         sys.executable, "-m", "retrieval_index", "serve", "--index", str(index_dir), "--port", str(port),
         "--ray-replicas", "2", "--ray-num-cpus", "0.5", "--max-pending", str(MAX_PENDING),
     ]  # fmt: skip
-    log = index_dir.parent / "serve.log"
+    log = index_dir.parent / f"serve-{request.param_index}.log"
     with log.open("w") as out:  # a file, not a pipe: an unread pipe would fill and block the server
         process = subprocess.Popen(
-            command, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=out, stderr=subprocess.STDOUT
+            command,
+            env=dict(os.environ, PYTHONPATH=str(ROOT), **request.param),
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 180
     while "\nserving " not in "\n" + log.read_text():  # printed once every replica is up
