@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 
 APP_NAME = "retrieval_index"
 REPLICA_HEADER = b"x-retrieval-replica"
-log = logging.getLogger("retrieval_index.ray_serve")
 
 
 @dataclass(frozen=True)
@@ -62,10 +61,11 @@ class RayServeOptions:
     # Ray's default of 5 would starve the micro-batcher; our own queue bound (max_pending_queries)
     # answers 503 before a replica is swamped
     max_ongoing_requests: int = 256
-    # requests the proxy holds back when every replica is at max_ongoing_requests; past it, 503
+    # requests the proxy holds back when every replica is at max_ongoing_requests; past it, Ray's own
+    # 503 (plain text, with Retry-After when Ray sets one)
     max_queued_requests: int = 4096
     num_cpus: float = 1.0  # each replica runs one retrieval thread
-    address: str | None = None  # an existing Ray cluster ("auto", "HOST:6379", "ray://HOST:10001")
+    address: str | None = None  # an existing Ray cluster ("auto", "HOST:6379")
 
     def __post_init__(self) -> None:
         if self.replicas < 1:
