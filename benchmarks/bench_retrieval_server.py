@@ -114,9 +114,21 @@ def free_port() -> int:
 
 
 def start_server(command: list[str], port: int) -> subprocess.Popen:
+    """Start a server; ready when ``/health`` answers, and for Ray once it prints that every replica is up."""
     import httpx
 
-    process = subprocess.Popen(command, env=dict(os.environ, PYTHONPATH=str(ROOT)), start_new_session=True)
+    ray = "--ray-replicas" in command
+    process = subprocess.Popen(
+        command,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        start_new_session=True,
+        stdout=subprocess.PIPE if ray else None,
+        text=True,
+    )
+    if ray:  # /health answers from the first replica before the others are up
+        for line in process.stdout:
+            if line.startswith("serving"):
+                break
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
         try:
