@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections import OrderedDict
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ SEARCH_R1_K1 = 0.9
 SEARCH_R1_B = 0.4
 INDEX_VERSION = 1
 META = "retriever.json"
+# a query whose lists left to take hold more than 1/SCATTER_SHARE of the corpus's rows is scattered
+SCATTER_SHARE = 8
 
 
 def validate_topk(topk: int) -> int:
@@ -61,10 +64,30 @@ def open_corpus_of(meta: dict[str, Any], corpus: Corpus | None, num_docs: int) -
 class BM25Scorer:
     """Scores queries against a ``bm25s`` model's term-major (CSC) score matrix, with a query cache.
 
-    Only the posting lists of the query's terms are read, so a query costs
-    what its terms' lists hold, not the corpus size. Results of the last
-    ``cache_size`` distinct ``(query, topk)`` pairs are kept: the copies of a
-    GRPO group send the same queries again and again.
+    :meth:`search` returns exactly the top k of exhaustive scoring (the same
+    rows, float32 scores and order as :meth:`scores` ranked by
+    :func:`~retrieval_index.ranking.top_k`) without scoring every document,
+    by MaxScore (Turtle & Flood, 1995). Posting lists are taken rarest first;
+    the documents of the lists taken so far are scored exactly, and their
+    k-th best score θ bounds the true k-th score from below. A document found
+    only in the lists not yet taken scores at most the sum of those lists'
+    largest entries, so once that sum is below θ no such document can enter
+    the top k and the search stops. A query whose rare lists leave long
+    lists to take scatters every list into a score array instead (the
+    exhaustive sum) and ranks only the rows scoring θ or more, which spares
+    a partition of the whole array.
+
+    Exact scores: a document's score is its term scores added in float32 in
+    query order, as the exhaustive scatter adds them, so the scores match bit
+    for bit. Each term's largest entry is computed from its list on first use
+    and remembered (nothing is stored with the index, so indexes built before
+    still load). Posting lists must hold their rows in increasing order, as
+    ``bm25s`` writes them; the first use of a list checks it.
+
+    Results of the last ``cache_size`` distinct ``(query, topk)`` pairs are
+    kept: the copies of a GRPO group send the same queries again and again.
+    Searching from several threads at once is safe for the scoring (each
+    thread scatters into its own array); the cache is meant for one thread.
     """
 
     def __init__(self, model: Any, *, cache_size: int = 4096) -> None:
@@ -78,8 +101,13 @@ class BM25Scorer:
         self.cache_size = cache_size
         self.cache_hits = 0
         self.cache_misses = 0
+        # how often each way of ranking ran: "pruned" (MaxScore stopped early), "all lists" (every
+        # list taken, no pruning possible), "scatter" (long lists scattered into a score array)
+        self.strategy_counts: Counter[str] = Counter()
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
+        self._largest = np.full(len(self.indptr) - 1, np.nan)
+        self._threads = threading.local()
 
     def term_ids(self, query: str) -> list[int]:
         """The index's term ids of a query's words (words the corpus never uses drop out)."""
@@ -90,17 +118,34 @@ class BM25Scorer:
                 ids.append(found)
         return ids
 
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """A term's posting list: the rows holding it (increasing) and its score in each."""
+        start, end = self.indptr[term], self.indptr[term + 1]
+        return self.indices[start:end], self.data[start:end]
+
     def scores(self, query: str) -> tuple[np.ndarray, list[np.ndarray]]:
         """The BM25 score of every document for ``query``, and the posting lists it read."""
         scores = np.zeros(self.num_docs, dtype=np.float32)
+        return scores, self._scatter(self.term_ids(query), scores)
+
+    def _scatter(self, terms: list[int], scores: np.ndarray) -> list[np.ndarray]:
         postings = []
-        for term in self.term_ids(query):
-            start, end = self.indptr[term], self.indptr[term + 1]
-            rows = self.indices[start:end]
+        for term in terms:
+            rows, term_scores = self.postings(term)
             # a document appears once in a term's posting list, so the fancy-indexed add is exact
-            scores[rows] += self.data[start:end]
+            scores[rows] += term_scores
             postings.append(rows)
-        return scores, postings
+        return postings
+
+    def largest(self, term: int) -> float:
+        """The largest score in a term's posting list (computed on first use, then remembered)."""
+        found = self._largest[term]
+        if np.isnan(found):
+            rows, term_scores = self.postings(term)
+            if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
+                raise ValueError(f"posting list of term {term} is not in increasing row order")
+            found = self._largest[term] = float(term_scores.max()) if len(term_scores) else 0.0
+        return float(found)
 
     def search(self, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows and scores of the ``topk`` best documents for ``query`` (positive scores only), best first."""
@@ -111,23 +156,7 @@ class BM25Scorer:
             self._cache.move_to_end(key)
             return cached
         self.cache_misses += 1
-        scores, postings = self.scores(query)
-        if not postings:
-            found = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
-        else:
-            if sum(len(rows) for rows in postings) * 8 < self.num_docs:
-                # few touched rows: sorting them beats scanning the whole score array
-                candidates = np.unique(np.concatenate(postings))
-            else:
-                # many: only rows at or above the k-th best score can be hits
-                kth = (
-                    np.partition(scores, self.num_docs - topk)[self.num_docs - topk]
-                    if self.num_docs > topk
-                    else 0
-                )
-                candidates = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
-            candidates = candidates.astype(np.int64)
-            found = top_k(candidates, scores[candidates], topk)
+        found = self._top_k(self.term_ids(query), topk)
         for array in found:
             array.setflags(write=False)  # shared by every caller of the cache
         if self.cache_size:
@@ -135,6 +164,67 @@ class BM25Scorer:
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return found
+
+    def _top_k(self, terms: list[int], topk: int) -> tuple[np.ndarray, np.ndarray]:
+        if not terms:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        repeats = Counter(terms)
+        rarest_first = sorted(repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term))
+        lengths = np.array([self.indptr[term + 1] - self.indptr[term] for term in rarest_first])
+        # float32 addition of n terms may round the sum up by a relative n·2⁻²⁴; the bounds allow 4 times that
+        slack = 1 + len(terms) * 2.0**-22
+        bounds = np.array([self.largest(term) * repeats[term] for term in rarest_first])
+        bound_of_rest = np.cumsum(bounds[::-1])[::-1] * slack
+        length_of_rest = np.cumsum(lengths[::-1])[::-1]
+        rows = np.empty(0, dtype=np.int64)
+        scores = np.empty(0, dtype=np.float32)
+        theta = 0.0
+        for taken, term in enumerate(rarest_first):
+            if bound_of_rest[taken] < theta:
+                self.strategy_counts["pruned"] += 1
+                return top_k(rows, scores, topk)
+            if length_of_rest[taken] * SCATTER_SHARE > self.num_docs:
+                self.strategy_counts["scatter"] += 1
+                return self._scattered_top_k(terms, topk, theta)
+            new_scores, seen = self._scores_of(term, terms, rarest_first[:taken])
+            new_rows = self.postings(term)[0]
+            rows = np.concatenate([rows, new_rows[~seen]])
+            scores = np.concatenate([scores, new_scores[~seen]])
+            if len(scores) >= topk:
+                theta = float(np.partition(scores, len(scores) - topk)[len(scores) - topk])
+                # rows below θ can never make the top k: θ only rises
+                keep = scores >= theta
+                rows, scores = rows[keep], scores[keep]
+        self.strategy_counts["all lists"] += 1
+        return top_k(rows, scores, topk)
+
+    def _scores_of(self, listed: int, terms: list[int], seen_in: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of the rows in ``listed``'s posting list, and which of them the lists of ``seen_in`` hold."""
+        rows, listed_scores = self.postings(listed)
+        term_scores = {listed: listed_scores}
+        seen = np.zeros(len(rows), dtype=bool)
+        for term in dict.fromkeys(terms):
+            if term == listed:
+                continue
+            term_rows, term_data = self.postings(term)
+            at = np.searchsorted(term_rows, rows).clip(max=len(term_rows) - 1)
+            found = term_rows[at] == rows
+            term_scores[term] = np.where(found, term_data[at], np.float32(0))
+            if term in seen_in:
+                seen |= found
+        scores = np.zeros(len(rows), dtype=np.float32)
+        for term in terms:
+            scores += term_scores[term]  # float32, in query order: the exhaustive scatter's sum
+        return scores, seen
+
+    def _scattered_top_k(self, terms: list[int], topk: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        scores = getattr(self._threads, "scores", None)
+        if scores is None:
+            scores = self._threads.scores = np.empty(self.num_docs, dtype=np.float32)
+        scores.fill(0)
+        self._scatter(terms, scores)
+        hits = np.flatnonzero(scores >= theta) if theta > 0 else np.flatnonzero(scores > 0)
+        return top_k(hits, scores[hits], topk)
 
 
 def index_texts(
