@@ -147,6 +147,10 @@ class BM25Scorer:
             found = self._largest[term] = float(term_scores.max()) if len(term_scores) else 0.0
         return float(found)
 
+    def clear_cache(self) -> None:
+        """Forget every cached answer (the hit and miss counts stay)."""
+        self._cache.clear()
+
     def search(self, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows and scores of the ``topk`` best documents for ``query`` (positive scores only), best first."""
         key = (query, topk)
