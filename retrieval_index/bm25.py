@@ -61,6 +61,12 @@ def open_corpus_of(meta: dict[str, Any], corpus: Corpus | None, num_docs: int) -
     return corpus
 
 
+def float32_below(value: float) -> np.float32:
+    """The largest float32 not above ``value``: comparing float32 scores with it keeps every score ≥ value."""
+    rounded = np.float32(value)
+    return np.nextafter(rounded, np.float32(-np.inf)) if rounded > value else rounded
+
+
 class BM25Scorer:
     """Scores queries against a ``bm25s`` model's term-major (CSC) score matrix, with a query cache.
 
@@ -174,41 +180,48 @@ class BM25Scorer:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         repeats = Counter(terms)
         rarest_first = sorted(repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term))
-        lengths = np.array([self.indptr[term + 1] - self.indptr[term] for term in rarest_first])
         # float32 addition of n terms may round the sum up by a relative n·2⁻²⁴; the bounds allow 4 times that
         slack = 1 + len(terms) * 2.0**-22
-        bounds = np.array([self.largest(term) * repeats[term] for term in rarest_first])
-        bound_of_rest = np.cumsum(bounds[::-1])[::-1] * slack
-        length_of_rest = np.cumsum(lengths[::-1])[::-1]
+        bounds = [self.largest(term) * repeats[term] for term in rarest_first]
+        # bound_from[i]: the most the lists rarest_first[i:] can add to one document's score
+        bound_from = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * slack
         rows = np.empty(0, dtype=np.int64)
         scores = np.empty(0, dtype=np.float32)
         theta = 0.0
         for taken, term in enumerate(rarest_first):
-            if bound_of_rest[taken] < theta:
+            if bound_from[taken] < theta:
                 self.strategy_counts["pruned"] += 1
                 return top_k(rows, scores, topk)
-            if length_of_rest[taken] * SCATTER_SHARE > self.num_docs:
+            listed_rows, listed_scores = self.postings(term)
+            if theta > 0:
+                # a row first met in this list scores at most its score here plus what the later lists can add
+                floor = float32_below((theta / slack - bound_from[taken + 1]) / repeats[term])
+                if floor > 0:
+                    kept = listed_scores >= floor
+                    listed_rows, listed_scores = listed_rows[kept], listed_scores[kept]
+            if len(listed_rows) * SCATTER_SHARE > self.num_docs:
                 self.strategy_counts["scatter"] += 1
                 return self._scattered_top_k(terms, topk, theta)
-            new_scores, seen = self._scores_of(term, terms, rarest_first[:taken])
-            new_rows = self.postings(term)[0]
-            rows = np.concatenate([rows, new_rows[~seen]])
+            new_scores, seen = self._scores_of(listed_rows, terms, {term: listed_scores}, rarest_first[:taken])
+            rows = np.concatenate([rows, listed_rows[~seen]])
             scores = np.concatenate([scores, new_scores[~seen]])
             if len(scores) >= topk:
                 theta = float(np.partition(scores, len(scores) - topk)[len(scores) - topk])
                 # rows below θ can never make the top k: θ only rises
-                keep = scores >= theta
-                rows, scores = rows[keep], scores[keep]
+                kept = scores >= theta
+                rows, scores = rows[kept], scores[kept]
         self.strategy_counts["all lists"] += 1
         return top_k(rows, scores, topk)
 
-    def _scores_of(self, listed: int, terms: list[int], seen_in: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of the rows in ``listed``'s posting list, and which of them the lists of ``seen_in`` hold."""
-        rows, listed_scores = self.postings(listed)
-        term_scores = {listed: listed_scores}
+    def _scores_of(
+        self, rows: np.ndarray, terms: list[int], known: dict[int, np.ndarray], seen_in: list[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of ``rows`` (increasing), given the term scores ``known`` of them, and which of
+        them the lists of the terms ``seen_in`` hold."""
+        term_scores = dict(known)
         seen = np.zeros(len(rows), dtype=bool)
         for term in dict.fromkeys(terms):
-            if term == listed:
+            if term in term_scores:
                 continue
             term_rows, term_data = self.postings(term)
             at = np.searchsorted(term_rows, rows).clip(max=len(term_rows) - 1)
