@@ -107,9 +107,10 @@ class BM25Scorer:
         self.cache_size = cache_size
         self.cache_hits = 0
         self.cache_misses = 0
-        # how often each way of ranking ran: "pruned" (MaxScore stopped early), "all lists" (every
-        # list taken, no pruning possible), "scatter" (long lists scattered into a score array)
-        self.strategy_counts: Counter[str] = Counter()
+        # how often each way of ranking ended: "pruned" (MaxScore stopped early), "all lists" (every
+        # list taken), "scatter" (long lists scattered into a score array); and "trimmed lists":
+        # lists whose rows too low to reach θ were not looked up
+        self.path_counts: Counter[str] = Counter()
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
         self._largest = np.full(len(self.indptr) - 1, np.nan)
@@ -190,17 +191,18 @@ class BM25Scorer:
         theta = 0.0
         for taken, term in enumerate(rarest_first):
             if bound_from[taken] < theta:
-                self.strategy_counts["pruned"] += 1
+                self.path_counts["pruned"] += 1
                 return top_k(rows, scores, topk)
             listed_rows, listed_scores = self.postings(term)
             if theta > 0:
                 # a row first met in this list scores at most its score here plus what the later lists can add
                 floor = float32_below((theta / slack - bound_from[taken + 1]) / repeats[term])
                 if floor > 0:
+                    self.path_counts["trimmed lists"] += 1
                     kept = listed_scores >= floor
                     listed_rows, listed_scores = listed_rows[kept], listed_scores[kept]
             if len(listed_rows) * SCATTER_SHARE > self.num_docs:
-                self.strategy_counts["scatter"] += 1
+                self.path_counts["scatter"] += 1
                 return self._scattered_top_k(terms, topk, theta)
             new_scores, seen = self._scores_of(listed_rows, terms, {term: listed_scores}, rarest_first[:taken])
             rows = np.concatenate([rows, listed_rows[~seen]])
@@ -210,7 +212,7 @@ class BM25Scorer:
                 # rows below θ can never make the top k: θ only rises
                 kept = scores >= theta
                 rows, scores = rows[kept], scores[kept]
-        self.strategy_counts["all lists"] += 1
+        self.path_counts["all lists"] += 1
         return top_k(rows, scores, topk)
 
     def _scores_of(

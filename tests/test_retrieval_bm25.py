@@ -214,11 +214,11 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, scatte
                 assert rows.tolist() == expected_rows.tolist(), (query, topk)
                 assert scores.dtype == np.float32
                 assert scores.tobytes() == expected_scores.tobytes(), (query, topk)
-        for strategy, times in scorer.strategy_counts.items():
-            used[strategy] = used.get(strategy, 0) + times
+        for path, times in scorer.path_counts.items():
+            used[path] = used.get(path, 0) + times
     expected = {
-        0: {"pruned", "all lists"},
-        8: {"pruned", "all lists", "scatter"},
+        0: {"pruned", "all lists", "trimmed lists"},
+        8: {"pruned", "all lists", "trimmed lists", "scatter"},
         10**9: {"scatter"},
     }[scatter_share]
     assert set(used) == expected and min(used.values()) > 10, used
