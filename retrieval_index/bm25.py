@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,8 +32,8 @@ SEARCH_R1_K1 = 0.9
 SEARCH_R1_B = 0.4
 INDEX_VERSION = 1
 META = "retriever.json"
-# a query whose lists left to take hold more than 1/SCATTER_SHARE of the corpus's rows is scattered
-SCATTER_SHARE = 8
+# before θ is known, a list longer than this first ranks only its rows that score best in it
+SEED_ROWS = 4096
 
 
 def validate_topk(topk: int) -> int:
@@ -114,7 +113,6 @@ class BM25Scorer:
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
         self._largest = np.full(len(self.indptr) - 1, np.nan)
-        self._threads = threading.local()
 
     def term_ids(self, query: str) -> list[int]:
         """The index's term ids of a query's words (words the corpus never uses drop out)."""
@@ -179,71 +177,123 @@ class BM25Scorer:
     def _top_k(self, terms: list[int], topk: int) -> tuple[np.ndarray, np.ndarray]:
         if not terms:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        repeats = Counter(terms)
-        rarest_first = sorted(repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term))
-        # float32 addition of n terms may round the sum up by a relative n·2⁻²⁴; the bounds allow 4 times that
-        slack = 1 + len(terms) * 2.0**-22
-        bounds = [self.largest(term) * repeats[term] for term in rarest_first]
-        # bound_from[i]: the most the lists rarest_first[i:] can add to one document's score
-        bound_from = np.append(np.cumsum(bounds[::-1])[::-1], 0.0) * slack
-        rows = np.empty(0, dtype=np.int64)
-        scores = np.empty(0, dtype=np.float32)
-        theta = 0.0
+        query = Query(terms, {term: self.largest(term) for term in set(terms)})
+        rarest_first = sorted(query.repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term))
+        ranked = Ranked(topk)
         for taken, term in enumerate(rarest_first):
-            if bound_from[taken] < theta:
+            if query.bound(rarest_first[taken:]) < ranked.theta:
                 self.path_counts["pruned"] += 1
-                return top_k(rows, scores, topk)
-            listed_rows, listed_scores = self.postings(term)
-            if theta > 0:
-                # a row first met in this list scores at most its score here plus what the later lists can add
-                floor = float32_below((theta / slack - bound_from[taken + 1]) / repeats[term])
-                if floor > 0:
-                    self.path_counts["trimmed lists"] += 1
-                    kept = listed_scores >= floor
-                    listed_rows, listed_scores = listed_rows[kept], listed_scores[kept]
-            if len(listed_rows) * SCATTER_SHARE > self.num_docs:
-                self.path_counts["scatter"] += 1
-                return self._scattered_top_k(terms, topk, theta)
-            new_scores, seen = self._scores_of(listed_rows, terms, {term: listed_scores}, rarest_first[:taken])
-            rows = np.concatenate([rows, listed_rows[~seen]])
-            scores = np.concatenate([scores, new_scores[~seen]])
-            if len(scores) >= topk:
-                theta = float(np.partition(scores, len(scores) - topk)[len(scores) - topk])
-                # rows below θ can never make the top k: θ only rises
-                kept = scores >= theta
-                rows, scores = rows[kept], scores[kept]
+                return ranked.top_k()
+            rows, term_scores = self.postings(term)
+            earlier, later = rarest_first[:taken], rarest_first[taken + 1 :]
+            if ranked.theta == 0 and len(rows) > SEED_ROWS:
+                # no θ yet and a long list: the rows scoring best in it are ranked first, to set one
+                self.path_counts["seeded"] += 1
+                best = np.zeros(len(rows), dtype=bool)
+                best[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = True
+                ranked.add(*self._new_rows_scored(query, term, rows[best], term_scores[best], earlier, later, 0.0, topk))
+                rows, term_scores = rows[~best], term_scores[~best]
+            ranked.add(*self._new_rows_scored(query, term, rows, term_scores, earlier, later, ranked.theta, topk))
         self.path_counts["all lists"] += 1
-        return top_k(rows, scores, topk)
+        return ranked.top_k()
 
-    def _scores_of(
-        self, rows: np.ndarray, terms: list[int], known: dict[int, np.ndarray], seen_in: list[int]
+    def _new_rows_scored(
+        self,
+        query: Query,
+        term: int,
+        rows: np.ndarray,
+        term_scores: np.ndarray,
+        earlier: list[int],
+        later: list[int],
+        theta: float,
+        topk: int,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact scores of ``rows`` (increasing), given the term scores ``known`` of them, and which of
-        them the lists of the terms ``seen_in`` hold."""
-        term_scores = dict(known)
-        seen = np.zeros(len(rows), dtype=bool)
-        for term in dict.fromkeys(terms):
-            if term in term_scores:
-                continue
-            term_rows, term_data = self.postings(term)
-            at = np.searchsorted(term_rows, rows).clip(max=len(term_rows) - 1)
-            found = term_rows[at] == rows
-            term_scores[term] = np.where(found, term_data[at], np.float32(0))
-            if term in seen_in:
-                seen |= found
-        scores = np.zeros(len(rows), dtype=np.float32)
-        for term in terms:
-            scores += term_scores[term]  # float32, in query order: the exhaustive scatter's sum
-        return scores, seen
+        """The rows of ``term``'s list (increasing) that no ``earlier`` list holds and that may score θ
+        or more, with their exact scores.
 
-    def _scattered_top_k(self, terms: list[int], topk: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
-        scores = getattr(self._threads, "scores", None)
-        if scores is None:
-            scores = self._threads.scores = np.empty(self.num_docs, dtype=np.float32)
-        scores.fill(0)
-        self._scatter(terms, scores)
-        hits = np.flatnonzero(scores >= theta) if theta > 0 else np.flatnonzero(scores > 0)
-        return top_k(hits, scores[hits], topk)
+        A row first met here gets nothing from the earlier lists, so it scores at most its score here
+        plus the bounds of the ``later`` lists. Those are looked up largest bound first; what a row
+        has so far bounds its score from below (the k-th best of these partial sums raises θ) and,
+        with the bounds of the lists not yet looked up, from above: a row is dropped as soon as that
+        falls below θ.
+        """
+        repeats, slack = query.repeats, query.slack
+        if theta > 0:
+            floor = float32_below((theta / slack - query.bound(later)) / repeats[term])
+            if floor > 0:
+                self.path_counts["trimmed lists"] += 1
+                kept = term_scores >= floor
+                rows, term_scores = rows[kept], term_scores[kept]
+        partial = term_scores * np.float64(repeats[term])
+        largest_first = sorted(later, key=query.bounds.__getitem__, reverse=True)
+        for looked_up, other in enumerate(largest_first, start=1):
+            partial += self._lookup(other, rows)[1] * np.float64(repeats[other])
+            if len(partial) >= topk:
+                # float32 sums of nonnegative scores: a partial sum over slack is below the exact score
+                theta = max(theta, np.partition(partial, len(partial) - topk)[len(partial) - topk] / slack)
+            if theta > 0:
+                kept = partial + query.bound(largest_first[looked_up:]) >= theta / slack
+                if not kept.all():
+                    self.path_counts["dropped rows"] += 1
+                    rows, partial = rows[kept], partial[kept]
+        for other in earlier:
+            found = self._lookup(other, rows)[0]
+            rows = rows[~found]  # those were scored when that list was taken
+        # the earlier lists add nothing to these rows (and adding 0.0 changes no float)
+        found_scores = {other: self._lookup(other, rows)[1] for other in [term, *later]}
+        scores = np.zeros(len(rows), dtype=np.float32)
+        for each in query.terms:
+            if each in found_scores:
+                scores += found_scores[each]  # float32, in query order: the exhaustive scatter's sum
+        return rows, scores
+
+    def _lookup(self, term: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``rows`` hold ``term``, and its score in each (0 where absent)."""
+        term_rows, term_scores = self.postings(term)
+        if len(term_rows) == 0:
+            return np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32)
+        at = np.searchsorted(term_rows, rows)
+        np.minimum(at, len(term_rows) - 1, out=at)
+        found = term_rows[at] == rows
+        return found, np.where(found, term_scores[at], np.float32(0))
+
+
+class Query:
+    """A query's terms, how often each is repeated, and bounds on what its lists add to a score."""
+
+    def __init__(self, terms: list[int], largest: dict[int, float]) -> None:
+        self.terms = terms
+        self.repeats = Counter(terms)
+        self.bounds = {term: largest[term] * self.repeats[term] for term in self.repeats}
+        # float32 addition of n terms may round the sum up by a relative n·2⁻²⁴; bounds allow 4 times that
+        self.slack = 1 + len(terms) * 2.0**-22
+
+    def bound(self, lists: list[int]) -> float:
+        """The most the posting lists of ``lists`` can add to one document's float32 score."""
+        return sum(self.bounds[term] for term in lists) * self.slack
+
+
+class Ranked:
+    """Exactly scored rows, keeping only those that may still make the top k, and θ: their k-th best score."""
+
+    def __init__(self, topk: int) -> None:
+        self.topk = topk
+        self.rows = np.empty(0, dtype=np.int64)
+        self.scores = np.empty(0, dtype=np.float32)
+        self.theta = 0.0
+
+    def add(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """Add rows not added before, with their exact scores."""
+        self.rows = np.concatenate([self.rows, rows])
+        self.scores = np.concatenate([self.scores, scores])
+        if len(self.scores) >= self.topk:
+            cut = len(self.scores) - self.topk
+            self.theta = float(np.partition(self.scores, cut)[cut])
+            kept = self.scores >= self.theta  # rows below θ can never make the top k: θ only rises
+            self.rows, self.scores = self.rows[kept], self.scores[kept]
+
+    def top_k(self) -> tuple[np.ndarray, np.ndarray]:
+        return top_k(self.rows, self.scores, self.topk)
 
 
 def index_texts(

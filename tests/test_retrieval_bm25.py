@@ -198,12 +198,12 @@ def exhaustive_top_k(scorer, query: str, topk: int) -> tuple[np.ndarray, np.ndar
     return top_k(hits, scores[hits], topk)
 
 
-@pytest.mark.parametrize("scatter_share", [0, 8, 10**9], ids=["never-scatter", "default", "always-scatter"])
-def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, scatter_share):
+@pytest.mark.parametrize("seed_rows", [0, 30, 10**9], ids=["no-short-lists", "mixed", "all-short-lists"])
+def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_rows):
     from retrieval_index import bm25
     from retrieval_index.bm25 import BM25Scorer, index_texts
 
-    monkeypatch.setattr(bm25, "SCATTER_SHARE", scatter_share)
+    monkeypatch.setattr(bm25, "SEED_ROWS", seed_rows)
     used = {}
     for seed, count in [(0, 40), (1, 300), (2, 2000)]:
         scorer = BM25Scorer(index_texts(zipf_texts(count, seed), k1=0.9, b=0.4), cache_size=0)
@@ -216,9 +216,10 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, scatte
                 assert scores.tobytes() == expected_scores.tobytes(), (query, topk)
         for path, times in scorer.path_counts.items():
             used[path] = used.get(path, 0) + times
+    every_path = {"pruned", "all lists", "trimmed lists", "dropped rows", "seeded"}
     expected = {
-        0: {"pruned", "all lists", "trimmed lists"},
-        8: {"pruned", "all lists", "trimmed lists", "scatter"},
-        10**9: {"scatter"},
-    }[scatter_share]
+        0: every_path,
+        30: every_path,
+        10**9: every_path - {"seeded"},
+    }[seed_rows]
     assert set(used) == expected and min(used.values()) > 10, used
