@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,6 +35,9 @@ INDEX_VERSION = 1
 META = "retriever.json"
 # before θ is known, a list longer than this first ranks only its rows that score best in it
 SEED_ROWS = 4096
+# a list is looked up through an array of every document when it is at most this many times as long as
+# the rows looked up (else by binary search)
+DENSE_LOOKUP = 4
 
 
 def validate_topk(topk: int) -> int:
@@ -73,14 +77,15 @@ class BM25Scorer:
     rows, float32 scores and order as :meth:`scores` ranked by
     :func:`~retrieval_index.ranking.top_k`) without scoring every document,
     by MaxScore (Turtle & Flood, 1995). Posting lists are taken rarest first;
-    the documents of the lists taken so far are scored exactly, and their
-    k-th best score θ bounds the true k-th score from below. A document found
-    only in the lists not yet taken scores at most the sum of those lists'
-    largest entries, so once that sum is below θ no such document can enter
-    the top k and the search stops. A query whose rare lists leave long
-    lists to take scatters every list into a score array instead (the
-    exhaustive sum) and ranks only the rows scoring θ or more, which spares
-    a partition of the whole array.
+    the rows of each list not met before are scored exactly, and the k-th
+    best score found so far, θ, bounds the true k-th score from below. A row
+    first met in a list scores at most its score there plus the largest
+    entries of the lists after it: rows that cannot reach θ are skipped, and
+    the rest look up the later lists largest entry first, each row dropped as
+    soon as what it has plus what the lists left can add falls below θ (its
+    partial sums also raise θ). Once the lists not yet taken can add less
+    than θ together, no row they alone hold can enter the top k and the
+    search stops. Nothing scans or partitions an array of every document.
 
     Exact scores: a document's score is its term scores added in float32 in
     query order, as the exhaustive scatter adds them, so the scores match bit
@@ -92,7 +97,7 @@ class BM25Scorer:
     Results of the last ``cache_size`` distinct ``(query, topk)`` pairs are
     kept: the copies of a GRPO group send the same queries again and again.
     Searching from several threads at once is safe for the scoring (each
-    thread scatters into its own array); the cache is meant for one thread.
+    thread looks up through its own array); the cache is meant for one thread.
     """
 
     def __init__(self, model: Any, *, cache_size: int = 4096) -> None:
@@ -113,6 +118,7 @@ class BM25Scorer:
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
         self._largest = np.full(len(self.indptr) - 1, np.nan)
+        self._threads = threading.local()  # each thread's lookup array
 
     def term_ids(self, query: str) -> list[int]:
         """The index's term ids of a query's words (words the corpus never uses drop out)."""
@@ -252,6 +258,20 @@ class BM25Scorer:
         term_rows, term_scores = self.postings(term)
         if len(term_rows) == 0:
             return np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32)
+        if len(term_rows) <= DENSE_LOOKUP * len(rows):
+            # many rows against a list not much longer: spreading the list over an array of every
+            # document and reading the rows costs less than a binary search per row (Lucene's scores
+            # are positive, so a zero read is a row the list does not hold)
+            self.path_counts["array lookups"] += 1
+            spread = getattr(self._threads, "spread", None)
+            if spread is None:
+                spread = self._threads.spread = np.zeros(self.num_docs, dtype=np.float32)
+            try:
+                spread[term_rows] = term_scores
+                found_scores = spread[rows]
+            finally:
+                spread[term_rows] = 0  # the array stays zero between lookups
+            return found_scores > 0, found_scores
         at = np.searchsorted(term_rows, rows)
         np.minimum(at, len(term_rows) - 1, out=at)
         found = term_rows[at] == rows

@@ -216,7 +216,7 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_r
                 assert scores.tobytes() == expected_scores.tobytes(), (query, topk)
         for path, times in scorer.path_counts.items():
             used[path] = used.get(path, 0) + times
-    every_path = {"pruned", "all lists", "trimmed lists", "dropped rows", "seeded"}
+    every_path = {"pruned", "all lists", "trimmed lists", "dropped rows", "seeded", "array lookups"}
     expected = {
         0: every_path,
         30: every_path,
