@@ -230,10 +230,14 @@ class BM25Scorer:
                 self.path_counts["trimmed lists"] += 1
                 kept = term_scores >= floor
                 rows, term_scores = rows[kept], term_scores[kept]
-        partial = term_scores * np.float64(repeats[term])
         largest_first = sorted(later, key=query.bounds.__getitem__, reverse=True)
+        # each list's score in each row: this list's first, then the later lists' as they are looked up
+        found_scores = np.zeros((1 + len(later), len(rows)), dtype=np.float32)
+        found_scores[0] = term_scores
+        partial = term_scores * np.float64(repeats[term])
         for looked_up, other in enumerate(largest_first, start=1):
-            partial += self._lookup(other, rows)[1] * np.float64(repeats[other])
+            found_scores[looked_up] = self._lookup(other, rows)[1]
+            partial += found_scores[looked_up] * np.float64(repeats[other])
             if len(partial) >= topk:
                 # float32 sums of nonnegative scores: a partial sum over slack is below the exact score
                 theta = max(theta, np.partition(partial, len(partial) - topk)[len(partial) - topk] / slack)
@@ -241,16 +245,16 @@ class BM25Scorer:
                 kept = partial + query.bound(largest_first[looked_up:]) >= theta / slack
                 if not kept.all():
                     self.path_counts["dropped rows"] += 1
-                    rows, partial = rows[kept], partial[kept]
+                    rows, partial, found_scores = rows[kept], partial[kept], found_scores[:, kept]
         for other in earlier:
-            found = self._lookup(other, rows)[0]
-            rows = rows[~found]  # those were scored when that list was taken
+            unseen = ~self._lookup(other, rows)[0]  # the others were scored when that list was taken
+            rows, found_scores = rows[unseen], found_scores[:, unseen]
         # the earlier lists add nothing to these rows (and adding 0.0 changes no float)
-        found_scores = {other: self._lookup(other, rows)[1] for other in [term, *later]}
+        position = {other: at for at, other in enumerate([term, *largest_first])}
         scores = np.zeros(len(rows), dtype=np.float32)
         for each in query.terms:
-            if each in found_scores:
-                scores += found_scores[each]  # float32, in query order: the exhaustive scatter's sum
+            if each in position:
+                scores += found_scores[position[each]]  # float32, in query order: the exhaustive scatter's sum
         return rows, scores
 
     def _lookup(self, term: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
