@@ -33,6 +33,9 @@ SEARCH_R1_K1 = 0.9
 SEARCH_R1_B = 0.4
 INDEX_VERSION = 1
 META = "retriever.json"
+# a query whose corpus size plus posting list lengths is at most this is scored exhaustively:
+# a few numpy passes over so little cost less than MaxScore's steps per list
+EXHAUSTIVE_WORK = 100_000
 # before θ is known, a list longer than this first ranks only its rows that score best in it
 SEED_ROWS = 4096
 # a list is looked up through an array of every document when it is at most this many times as long as
@@ -85,7 +88,8 @@ class BM25Scorer:
     soon as what it has plus what the lists left can add falls below θ (its
     partial sums also raise θ). Once the lists not yet taken can add less
     than θ together, no row they alone hold can enter the top k and the
-    search stops. Nothing scans or partitions an array of every document.
+    search stops. Nothing scans or partitions an array of every document,
+except for small corpora, where scoring every list exhaustively is cheaper.
 
     Exact scores: a document's score is its term scores added in float32 in
     query order, as the exhaustive scatter adds them, so the scores match bit
@@ -111,9 +115,9 @@ class BM25Scorer:
         self.cache_size = cache_size
         self.cache_hits = 0
         self.cache_misses = 0
-        # how often each way of ranking ended: "pruned" (MaxScore stopped early), "all lists" (every
-        # list taken), "scatter" (long lists scattered into a score array); and "trimmed lists":
-        # lists whose rows too low to reach θ were not looked up
+        # how often each way of ranking ran: "exhaustive" (small corpus), "pruned" (MaxScore stopped
+        # early), "all lists" (every list taken); and within them how often a list was "seeded",
+        # "trimmed", had rows "dropped" or was looked up through an array ("array lookups")
         self.path_counts: Counter[str] = Counter()
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
@@ -183,6 +187,12 @@ class BM25Scorer:
     def _top_k(self, terms: list[int], topk: int) -> tuple[np.ndarray, np.ndarray]:
         if not terms:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        if self.num_docs + sum(int(self.indptr[term + 1] - self.indptr[term]) for term in terms) <= EXHAUSTIVE_WORK:
+            self.path_counts["exhaustive"] += 1
+            scores = np.zeros(self.num_docs, dtype=np.float32)
+            self._scatter(terms, scores)
+            hits = np.flatnonzero(scores > 0)
+            return top_k(hits, scores[hits], topk)
         query = Query(terms, {term: self.largest(term) for term in set(terms)})
         rarest_first = sorted(query.repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term))
         ranked = Ranked(topk)

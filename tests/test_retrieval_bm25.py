@@ -204,6 +204,7 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_r
     from retrieval_index.bm25 import BM25Scorer, index_texts
 
     monkeypatch.setattr(bm25, "SEED_ROWS", seed_rows)
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)  # these corpora are small enough to be scored exhaustively
     used = {}
     for seed, count in [(0, 40), (1, 300), (2, 2000)]:
         scorer = BM25Scorer(index_texts(zipf_texts(count, seed), k1=0.9, b=0.4), cache_size=0)
@@ -223,3 +224,9 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_r
         10**9: every_path - {"seeded"},
     }[seed_rows]
     assert set(used) == expected and min(used.values()) > 10, used
+
+
+def test_small_corpora_are_scored_exhaustively(corpus_and_passages):
+    retriever = BM25Retriever.build(corpus_and_passages[0])
+    retriever.retrieve(QUERIES, 5)
+    assert set(retriever.scorer.path_counts) == {"exhaustive"}
