@@ -89,7 +89,7 @@ class BM25Scorer:
     partial sums also raise θ). Once the lists not yet taken can add less
     than θ together, no row they alone hold can enter the top k and the
     search stops. Nothing scans or partitions an array of every document,
-except for small corpora, where scoring every list exhaustively is cheaper.
+    except for small corpora, where scoring every list exhaustively is cheaper.
 
     Exact scores: a document's score is its term scores added in float32 in
     query order, as the exhaustive scatter adds them, so the scores match bit
@@ -246,7 +246,7 @@ except for small corpora, where scoring every list exhaustively is cheaper.
         found_scores[0] = term_scores
         partial = term_scores * np.float64(repeats[term])
         for looked_up, other in enumerate(largest_first, start=1):
-            found_scores[looked_up] = self._lookup(other, rows)[1]
+            found_scores[looked_up] = self._scores_in(other, rows)
             partial += found_scores[looked_up] * np.float64(repeats[other])
             if len(partial) >= topk:
                 # float32 sums of nonnegative scores: a partial sum over slack is below the exact score
@@ -257,7 +257,7 @@ except for small corpora, where scoring every list exhaustively is cheaper.
                     self.path_counts["dropped rows"] += 1
                     rows, partial, found_scores = rows[kept], partial[kept], found_scores[:, kept]
         for other in earlier:
-            unseen = ~self._lookup(other, rows)[0]  # the others were scored when that list was taken
+            unseen = ~self._holds(other, rows)  # the others were scored when that list was taken
             rows, found_scores = rows[unseen], found_scores[:, unseen]
         # the earlier lists add nothing to these rows (and adding 0.0 changes no float)
         position = {other: at for at, other in enumerate([term, *largest_first])}
@@ -267,29 +267,36 @@ except for small corpora, where scoring every list exhaustively is cheaper.
                 scores += found_scores[position[each]]  # float32, in query order: the exhaustive scatter's sum
         return rows, scores
 
-    def _lookup(self, term: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Which of ``rows`` hold ``term``, and its score in each (0 where absent)."""
+    def _scores_in(self, term: int, rows: np.ndarray) -> np.ndarray:
+        """``term``'s score in each of ``rows`` (0 where its list does not hold the row)."""
         term_rows, term_scores = self.postings(term)
+        if len(term_rows) > DENSE_LOOKUP * len(rows):
+            at = self._positions(term_rows, rows)
+            return np.where(term_rows[at] == rows, term_scores[at], np.float32(0))
+        # many rows against a list not much longer: spreading the list over an array of every
+        # document and reading the rows costs less than a binary search per row
+        self.path_counts["array lookups"] += 1
+        spread = getattr(self._threads, "spread", None)
+        if spread is None:
+            spread = self._threads.spread = np.zeros(self.num_docs, dtype=np.float32)
+        try:
+            spread[term_rows] = term_scores
+            return spread[rows]
+        finally:
+            spread[term_rows] = 0  # the array stays zero between lookups
+
+    def _holds(self, term: int, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` ``term``'s posting list holds."""
+        term_rows = self.postings(term)[0]
         if len(term_rows) == 0:
-            return np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32)
-        if len(term_rows) <= DENSE_LOOKUP * len(rows):
-            # many rows against a list not much longer: spreading the list over an array of every
-            # document and reading the rows costs less than a binary search per row (Lucene's scores
-            # are positive, so a zero read is a row the list does not hold)
-            self.path_counts["array lookups"] += 1
-            spread = getattr(self._threads, "spread", None)
-            if spread is None:
-                spread = self._threads.spread = np.zeros(self.num_docs, dtype=np.float32)
-            try:
-                spread[term_rows] = term_scores
-                found_scores = spread[rows]
-            finally:
-                spread[term_rows] = 0  # the array stays zero between lookups
-            return found_scores > 0, found_scores
+            return np.zeros(len(rows), dtype=bool)
+        return term_rows[self._positions(term_rows, rows)] == rows
+
+    @staticmethod
+    def _positions(term_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Where each of ``rows`` is or would go in ``term_rows`` (increasing), kept inside it."""
         at = np.searchsorted(term_rows, rows)
-        np.minimum(at, len(term_rows) - 1, out=at)
-        found = term_rows[at] == rows
-        return found, np.where(found, term_scores[at], np.float32(0))
+        return np.minimum(at, len(term_rows) - 1, out=at)
 
 
 class Query:
