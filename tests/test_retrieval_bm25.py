@@ -230,3 +230,33 @@ def test_small_corpora_are_scored_exhaustively(corpus_and_passages):
     retriever = BM25Retriever.build(corpus_and_passages[0])
     retriever.retrieve(QUERIES, 5)
     assert set(retriever.scorer.path_counts) == {"exhaustive"}
+
+
+def test_threads_sharing_a_scorer_get_the_exhaustive_answers(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from retrieval_index import bm25
+    from retrieval_index.bm25 import BM25Scorer, index_texts
+
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
+    scorer = BM25Scorer(index_texts(zipf_texts(2000, 5), k1=0.9, b=0.4), cache_size=0)
+    queries = zipf_queries(200, 5)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda query: scorer.search(query, 10), queries))
+    assert scorer.path_counts["array lookups"] > 0
+    for query, (rows, scores) in zip(queries, answers):
+        expected_rows, expected_scores = exhaustive_top_k(scorer, query, 10)
+        assert rows.tolist() == expected_rows.tolist() and scores.tobytes() == expected_scores.tobytes(), query
+
+
+def test_a_posting_list_out_of_row_order_is_refused(monkeypatch):
+    from retrieval_index import bm25
+    from retrieval_index.bm25 import BM25Scorer, index_texts
+
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
+    scorer = BM25Scorer(index_texts(zipf_texts(300, 6), k1=0.9, b=0.4), cache_size=0)
+    term = scorer.vocab["q000x"]
+    start, end = scorer.indptr[term], scorer.indptr[term + 1]
+    scorer.indices[start:end] = scorer.indices[start:end][::-1].copy()
+    with pytest.raises(ValueError, match="not in increasing row order"):
+        scorer.search("q000x", 5)
