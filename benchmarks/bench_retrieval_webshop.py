@@ -67,11 +67,18 @@ def bench_size(size: int, count: int) -> None:
         uncached.search(query, 50)
     before, before_cpu, expected = timed(lambda q: previous_search(uncached, q), queries)
     engine, engine_cpu, got = timed(lambda q: uncached.search(q, 50)[0].tolist(), queries)
-    group, group_cpu, grouped = timed(lambda q: cached.search(q, 50)[0].tolist(), [q for q in queries for _ in range(5)])
+    group, group_cpu, grouped = timed(
+        lambda q: cached.search(q, 50)[0].tolist(), [q for q in queries for _ in range(5)]
+    )
     same = sum(a == b for a, b in zip(expected, got))
     same_grouped = sum(a == b for a, b in zip([r for r in expected for _ in range(5)], grouped))
     for name, times, cpu_times, identical in (
-        ("previous (np.add.at + full partition)", before, before_cpu, f"{len(queries)}/{len(queries)} (reference)"),
+        (
+            "previous (np.add.at + full partition)",
+            before,
+            before_cpu,
+            f"{len(queries)}/{len(queries)} (reference)",
+        ),
         ("engine, no cache", engine, engine_cpu, f"{same}/{len(queries)}"),
         ("engine + cache, GRPO group of 5", group, group_cpu, f"{same_grouped}/{len(grouped)}"),
     ):

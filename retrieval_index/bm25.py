@@ -187,14 +187,19 @@ class BM25Scorer:
     def _top_k(self, terms: list[int], topk: int) -> tuple[np.ndarray, np.ndarray]:
         if not terms:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        if self.num_docs + sum(int(self.indptr[term + 1] - self.indptr[term]) for term in terms) <= EXHAUSTIVE_WORK:
+        if (
+            self.num_docs + sum(int(self.indptr[term + 1] - self.indptr[term]) for term in terms)
+            <= EXHAUSTIVE_WORK
+        ):
             self.path_counts["exhaustive"] += 1
             scores = np.zeros(self.num_docs, dtype=np.float32)
             self._scatter(terms, scores)
             hits = np.flatnonzero(scores > 0)
             return top_k(hits, scores[hits], topk)
         query = Query(terms, {term: self.largest(term) for term in set(terms)})
-        rarest_first = sorted(query.repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term))
+        rarest_first = sorted(
+            query.repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term)
+        )
         ranked = Ranked(topk)
         for taken, term in enumerate(rarest_first):
             if query.bound(rarest_first[taken:]) < ranked.theta:
@@ -207,9 +212,15 @@ class BM25Scorer:
                 self.path_counts["seeded"] += 1
                 best = np.zeros(len(rows), dtype=bool)
                 best[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = True
-                ranked.add(*self._new_rows_scored(query, term, rows[best], term_scores[best], earlier, later, 0.0, topk))
+                ranked.add(
+                    *self._new_rows_scored(
+                        query, term, rows[best], term_scores[best], earlier, later, 0.0, topk
+                    )
+                )
                 rows, term_scores = rows[~best], term_scores[~best]
-            ranked.add(*self._new_rows_scored(query, term, rows, term_scores, earlier, later, ranked.theta, topk))
+            ranked.add(
+                *self._new_rows_scored(query, term, rows, term_scores, earlier, later, ranked.theta, topk)
+            )
         self.path_counts["all lists"] += 1
         return ranked.top_k()
 
@@ -262,9 +273,9 @@ class BM25Scorer:
         # the earlier lists add nothing to these rows (and adding 0.0 changes no float)
         position = {other: at for at, other in enumerate([term, *largest_first])}
         scores = np.zeros(len(rows), dtype=np.float32)
-        for each in query.terms:
+        for each in query.terms:  # float32, in query order: the exhaustive scatter's sum
             if each in position:
-                scores += found_scores[position[each]]  # float32, in query order: the exhaustive scatter's sum
+                scores += found_scores[position[each]]
         return rows, scores
 
     def _scores_in(self, term: int, rows: np.ndarray) -> np.ndarray:

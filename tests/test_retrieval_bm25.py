@@ -204,7 +204,8 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_r
     from retrieval_index.bm25 import BM25Scorer, index_texts
 
     monkeypatch.setattr(bm25, "SEED_ROWS", seed_rows)
-    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)  # these corpora are small enough to be scored exhaustively
+    # these corpora are small enough to be scored exhaustively
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
     used = {}
     for seed, count in [(0, 40), (1, 300), (2, 2000)]:
         scorer = BM25Scorer(index_texts(zipf_texts(count, seed), k1=0.9, b=0.4), cache_size=0)
@@ -246,7 +247,8 @@ def test_threads_sharing_a_scorer_get_the_exhaustive_answers(monkeypatch):
     assert scorer.path_counts["array lookups"] > 0
     for query, (rows, scores) in zip(queries, answers):
         expected_rows, expected_scores = exhaustive_top_k(scorer, query, 10)
-        assert rows.tolist() == expected_rows.tolist() and scores.tobytes() == expected_scores.tobytes(), query
+        assert rows.tolist() == expected_rows.tolist(), query
+        assert scores.tobytes() == expected_scores.tobytes(), query
 
 
 def test_a_posting_list_out_of_row_order_is_refused(monkeypatch):
