@@ -86,9 +86,7 @@ print(json.dumps({"load_s": load, "rss_mib": rss}))
 # rank r is drawn with probability 1 / (r * H), the harmonic number H normalising over the vocabulary
 ZIPF_CDF = np.cumsum(1.0 / np.arange(1, VOCABULARY + 1))
 ZIPF_CDF /= ZIPF_CDF[-1]
-WORDS = np.array(
-    sorted(LUCENE_STOP_WORDS) + [f"w{rank}" for rank in range(len(LUCENE_STOP_WORDS), VOCABULARY)]
-)
+WORDS = np.array(sorted(LUCENE_STOP_WORDS) + [f"w{rank}" for rank in range(len(LUCENE_STOP_WORDS), VOCABULARY)])
 
 
 def words(rng: np.random.Generator, count: int) -> list[str]:
@@ -164,10 +162,8 @@ def bm25_rows(size: int, corpus: Corpus, directory: Path, queries: list[str]) ->
     previous = timings(lambda qs: [previous_search(scorer, q, 10) for q in qs], queries)
     identical = 0
     for query in queries:
-        (rows, scores), (expected_rows, expected_scores) = (
-            scorer.search(query, 10),
-            previous_search(scorer, query, 10),
-        )
+        rows, scores = scorer.search(query, 10)
+        expected_rows, expected_scores = previous_search(scorer, query, 10)
         identical += rows.tolist() == expected_rows.tolist() and scores.tobytes() == expected_scores.tobytes()
     same = f"{identical}/{len(queries)} identical"
     return [
