@@ -37,7 +37,7 @@ META = "retriever.json"
 # a few numpy passes over so little cost less than MaxScore's steps per list
 EXHAUSTIVE_WORK = 100_000
 # before θ is known, a list longer than this first ranks only its rows that score best in it
-SEED_ROWS = 4096
+SEED_ROWS = 65536
 # a list is looked up through an array of every document when it is at most this many times as long as
 # the rows looked up (else by binary search)
 DENSE_LOOKUP = 4
