@@ -252,13 +252,16 @@ class BM25Scorer:
                 kept = term_scores >= floor
                 rows, term_scores = rows[kept], term_scores[kept]
         largest_first = sorted(later, key=query.bounds.__getitem__, reverse=True)
-        # each list's score in each row: this list's first, then the later lists' as they are looked up
+        # each list's score in each row (this list's first, then the later lists' as they are looked up),
+        # by the row's place in the list; rows still in the running are the places in ``alive``
         found_scores = np.zeros((1 + len(later), len(rows)), dtype=np.float32)
         found_scores[0] = term_scores
+        alive = np.arange(len(rows))
         partial = term_scores * np.float64(repeats[term])
         for looked_up, other in enumerate(largest_first, start=1):
-            found_scores[looked_up] = self._scores_in(other, rows)
-            partial += found_scores[looked_up] * np.float64(repeats[other])
+            other_scores = self._scores_in(other, rows)
+            found_scores[looked_up, alive] = other_scores
+            partial += other_scores * np.float64(repeats[other])
             if len(partial) >= topk:
                 # float32 sums of nonnegative scores: a partial sum over slack is below the exact score
                 theta = max(theta, np.partition(partial, len(partial) - topk)[len(partial) - topk] / slack)
@@ -266,10 +269,11 @@ class BM25Scorer:
                 kept = partial + query.bound(largest_first[looked_up:]) >= theta / slack
                 if not kept.all():
                     self.path_counts["dropped rows"] += 1
-                    rows, partial, found_scores = rows[kept], partial[kept], found_scores[:, kept]
+                    rows, partial, alive = rows[kept], partial[kept], alive[kept]
         for other in earlier:
             unseen = ~self._holds(other, rows)  # the others were scored when that list was taken
-            rows, found_scores = rows[unseen], found_scores[:, unseen]
+            rows, alive = rows[unseen], alive[unseen]
+        found_scores = found_scores[:, alive]
         # the earlier lists add nothing to these rows (and adding 0.0 changes no float)
         position = {other: at for at, other in enumerate([term, *largest_first])}
         scores = np.zeros(len(rows), dtype=np.float32)
