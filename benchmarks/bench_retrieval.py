@@ -2,6 +2,7 @@
 
     python benchmarks/bench_retrieval.py                         # 10k and 100k passages
     python benchmarks/bench_retrieval.py --sizes 10000 100000 1000000 --json out.json
+    python benchmarks/bench_retrieval.py --sizes 1000000 --engines bm25 --keep /tmp/bench_retrieval
 
 Passages are generated: 100 words each (wiki-18's passage length) drawn by
 Zipf's law (p ∝ 1/rank) from a 60k-word vocabulary whose 33 most frequent
@@ -15,6 +16,14 @@ same distribution. For each size it prints, per engine:
   engine allows), and that process's RSS after 200 queries (MiB);
 - p50 / p99 ms per single query (top 10), q/s for batches of 64 queries;
 - recall: 10-recall@10 against exact search (1 for exact engines).
+
+BM25 runs with its query cache off (every query is scored), and a second
+row times the same index through the previous engine (every posting list
+scattered into a full score array, then a partition of it when the lists are
+long), the reference its top 10 are compared with: "identical" counts the
+queries whose rows and float32 scores match it exactly. ``--engines`` picks
+the engines to run; ``--keep DIR`` keeps the generated corpora and BM25
+indexes under DIR and reuses them in later runs (build then says "kept").
 
 Dense rows search generated unit vectors (384-d, clustered like sentence
 embeddings): they measure the index, not the encoder; the encoder's own cost
@@ -39,7 +48,9 @@ sys.path.insert(0, str(ROOT))
 
 from retrieval_index import BM25Retriever, Corpus, Passage
 from retrieval_index.analysis import LUCENE_STOP_WORDS
+from retrieval_index.bm25 import BM25Scorer
 from retrieval_index.dense import exact_top_k, merge_shards
+from retrieval_index.ranking import top_k
 
 VOCABULARY = 60_000
 WORDS_PER_PASSAGE = 100
@@ -123,6 +134,46 @@ def timings(search, queries: list, batch: int = 64) -> dict[str, float]:
     }
 
 
+def previous_search(scorer: BM25Scorer, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
+    """The engine before MaxScore: scatter every posting list, then rank the touched rows."""
+    scores, postings = scorer.scores(query)
+    if not postings:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    if sum(len(rows) for rows in postings) * 8 < scorer.num_docs:
+        candidates = np.unique(np.concatenate(postings))
+    else:
+        cut = scorer.num_docs - topk
+        kth = np.partition(scores, cut)[cut] if cut > 0 else 0
+        candidates = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
+    candidates = candidates.astype(np.int64)
+    return top_k(candidates, scores[candidates], topk)
+
+
+def bm25_rows(size: int, corpus: Corpus, directory: Path, queries: list[str]) -> list[dict]:
+    if (directory / "retriever.json").exists():
+        bm25, build = BM25Retriever.load(directory, corpus), None
+    else:
+        start = time.perf_counter()
+        bm25 = BM25Retriever.build(corpus, directory)
+        build = time.perf_counter() - start
+    bm25.scorer.cache_size = 0  # time the scoring, not the cache
+    scorer = bm25.scorer
+    times = timings(lambda qs: bm25.retrieve(qs, 10), queries)
+    previous = timings(lambda qs: [previous_search(scorer, q, 10) for q in qs], queries)
+    identical = 0
+    for query in queries:
+        rows, scores = scorer.search(query, 10)
+        expected_rows, expected_scores = previous_search(scorer, query, 10)
+        identical += rows.tolist() == expected_rows.tolist() and scores.tobytes() == expected_scores.tobytes()
+    same = f"{identical}/{len(queries)} identical"
+    return [
+        {"size": size, "engine": "bm25s (k1 0.9, b 0.4), MaxScore", "build_s": build, "recall": same, **times,
+         **probe("bm25", directory, queries[:200])},
+        {"size": size, "engine": "same index, previous engine (exhaustive scatter)", "build_s": None,
+         "recall": "reference", **previous, "load_s": None, "rss_mib": None},
+    ]  # fmt: skip
+
+
 def probe(kind: str, path: Path, queries: list[str], params: str = "") -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(
@@ -132,18 +183,16 @@ def probe(kind: str, path: Path, queries: list[str], params: str = "") -> dict[s
     return json.loads(out.stdout)
 
 
-def bench_size(size: int, workdir: Path, queries: list[str]) -> list[dict]:
+def corpus_in(directory: Path, size: int) -> Corpus:
+    if (directory / "corpus").exists():
+        return Corpus.open(directory / "corpus")
+    return Corpus.from_passages(generated_passages(size), directory / "corpus")
+
+
+def dense_rows(size: int, workdir: Path, queries: list[str]) -> list[dict]:
     import faiss
 
     rows = []
-    corpus = Corpus.from_passages(generated_passages(size), workdir / "corpus")
-    start = time.perf_counter()
-    bm25 = BM25Retriever.build(corpus, workdir / "bm25")
-    build = time.perf_counter() - start
-    times = timings(lambda qs: bm25.retrieve(qs, 10), queries)
-    rows.append({"size": size, "engine": "bm25s (k1 0.9, b 0.4)", "build_s": build, "recall": 1.0, **times,
-                 **probe("bm25", workdir / "bm25", queries[:200])})  # fmt: skip
-
     vectors = clustered_vectors(size)
     query_vectors = clustered_vectors(len(queries), seed=9)
     exact = exact_top_k([vectors], query_vectors, 10)
@@ -186,28 +235,41 @@ def encoder_cost() -> str:
     return f"encoder all-MiniLM-L6-v2 on {encoder.device}: {single:.1f} ms per single query, {batched:.1f} ms per query in a batch of 40"
 
 
+def optional(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--engines", nargs="+", choices=["bm25", "dense"], default=["bm25", "dense"])
+    parser.add_argument("--keep", help="keep the generated corpora and BM25 indexes here, and reuse them")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
     queries = generated_queries(args.queries)
     rows = []
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench_retrieval_") as tmp:
-            rows += bench_size(size, Path(tmp), queries)
+            kept = Path(args.keep) / f"n{size}" if args.keep else Path(tmp)
+            if "bm25" in args.engines:
+                rows += bm25_rows(size, corpus_in(kept, size), kept / "bm25", queries)
+            if "dense" in args.engines:
+                rows += dense_rows(size, Path(tmp), queries)
     header = (
         "| passages | engine | build s | load s | RSS MiB | p50 ms | p99 ms | q/s (batch 64) | recall@10 |"
     )
     print(header)
     print("|" + "---|" * 9)
     for r in rows:
-        print(f"| {r['size']:,} | {r['engine']} | {r['build_s']:.1f} | {r['load_s']:.2f} | {r['rss_mib']:.0f} | "
-              f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['qps']:,.0f} | {r['recall']:.3f} |")  # fmt: skip
-    print(encoder_cost())
+        build = "kept" if r["build_s"] is None and r["load_s"] is not None else optional(r["build_s"], ".1f")
+        recall = r["recall"] if isinstance(r["recall"], str) else f"{r['recall']:.3f}"
+        print(f"| {r['size']:,} | {r['engine']} | {build} | {optional(r['load_s'], '.2f')} | "
+              f"{optional(r['rss_mib'], '.0f')} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['qps']:,.0f} | {recall} |")  # fmt: skip
+    if "dense" in args.engines:
+        print(encoder_cost())
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections import OrderedDict
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ SEARCH_R1_K1 = 0.9
 SEARCH_R1_B = 0.4
 INDEX_VERSION = 1
 META = "retriever.json"
+# a query whose corpus size plus posting list lengths is at most this is scored exhaustively:
+# a few numpy passes over so little cost less than MaxScore's steps per list
+EXHAUSTIVE_WORK = 100_000
+# before θ is known, a list longer than this first ranks only its rows that score best in it
+SEED_ROWS = 65536
+# a list is looked up through an array of every document when it is at most this many times as long as
+# the rows looked up (else by binary search)
+DENSE_LOOKUP = 4
 
 
 def validate_topk(topk: int) -> int:
@@ -58,13 +67,41 @@ def open_corpus_of(meta: dict[str, Any], corpus: Corpus | None, num_docs: int) -
     return corpus
 
 
+def float32_below(value: float) -> np.float32:
+    """The largest float32 not above ``value``: comparing float32 scores with it keeps every score ≥ value."""
+    rounded = np.float32(value)
+    return np.nextafter(rounded, np.float32(-np.inf)) if rounded > value else rounded
+
+
 class BM25Scorer:
     """Scores queries against a ``bm25s`` model's term-major (CSC) score matrix, with a query cache.
 
-    Only the posting lists of the query's terms are read, so a query costs
-    what its terms' lists hold, not the corpus size. Results of the last
-    ``cache_size`` distinct ``(query, topk)`` pairs are kept: the copies of a
-    GRPO group send the same queries again and again.
+    :meth:`search` returns exactly the top k of exhaustive scoring (the same
+    rows, float32 scores and order as :meth:`scores` ranked by
+    :func:`~retrieval_index.ranking.top_k`) without scoring every document,
+    by MaxScore (Turtle & Flood, 1995). Posting lists are taken rarest first;
+    the rows of each list not met before are scored exactly, and the k-th
+    best score found so far, θ, bounds the true k-th score from below. A row
+    first met in a list scores at most its score there plus the largest
+    entries of the lists after it: rows that cannot reach θ are skipped, and
+    the rest look up the later lists largest entry first, each row dropped as
+    soon as what it has plus what the lists left can add falls below θ (its
+    partial sums also raise θ). Once the lists not yet taken can add less
+    than θ together, no row they alone hold can enter the top k and the
+    search stops. Nothing scans or partitions an array of every document,
+    except for small corpora, where scoring every list exhaustively is cheaper.
+
+    Exact scores: a document's score is its term scores added in float32 in
+    query order, as the exhaustive scatter adds them, so the scores match bit
+    for bit. Each term's largest entry is computed from its list on first use
+    and remembered (nothing is stored with the index, so indexes built before
+    still load). Posting lists must hold their rows in increasing order, as
+    ``bm25s`` writes them; the first use of a list checks it.
+
+    Results of the last ``cache_size`` distinct ``(query, topk)`` pairs are
+    kept: the copies of a GRPO group send the same queries again and again.
+    Searching from several threads at once is safe for the scoring (each
+    thread looks up through its own array); the cache is meant for one thread.
     """
 
     def __init__(self, model: Any, *, cache_size: int = 4096) -> None:
@@ -78,8 +115,14 @@ class BM25Scorer:
         self.cache_size = cache_size
         self.cache_hits = 0
         self.cache_misses = 0
+        # how often each way of ranking ran: "exhaustive" (small corpus), "pruned" (MaxScore stopped
+        # early), "all lists" (every list taken); and within them how often a list was "seeded",
+        # "trimmed", had rows "dropped" or was looked up through an array ("array lookups")
+        self.path_counts: Counter[str] = Counter()
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
+        self._largest = np.full(len(self.indptr) - 1, np.nan)
+        self._threads = threading.local()  # each thread's lookup array
 
     def term_ids(self, query: str) -> list[int]:
         """The index's term ids of a query's words (words the corpus never uses drop out)."""
@@ -90,17 +133,38 @@ class BM25Scorer:
                 ids.append(found)
         return ids
 
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """A term's posting list: the rows holding it (increasing) and its score in each."""
+        start, end = self.indptr[term], self.indptr[term + 1]
+        return self.indices[start:end], self.data[start:end]
+
     def scores(self, query: str) -> tuple[np.ndarray, list[np.ndarray]]:
         """The BM25 score of every document for ``query``, and the posting lists it read."""
         scores = np.zeros(self.num_docs, dtype=np.float32)
+        return scores, self._scatter(self.term_ids(query), scores)
+
+    def _scatter(self, terms: list[int], scores: np.ndarray) -> list[np.ndarray]:
         postings = []
-        for term in self.term_ids(query):
-            start, end = self.indptr[term], self.indptr[term + 1]
-            rows = self.indices[start:end]
+        for term in terms:
+            rows, term_scores = self.postings(term)
             # a document appears once in a term's posting list, so the fancy-indexed add is exact
-            scores[rows] += self.data[start:end]
+            scores[rows] += term_scores
             postings.append(rows)
-        return scores, postings
+        return postings
+
+    def largest(self, term: int) -> float:
+        """The largest score in a term's posting list (computed on first use, then remembered)."""
+        found = self._largest[term]
+        if np.isnan(found):
+            rows, term_scores = self.postings(term)
+            if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
+                raise ValueError(f"posting list of term {term} is not in increasing row order")
+            found = self._largest[term] = float(term_scores.max()) if len(term_scores) else 0.0
+        return float(found)
+
+    def clear_cache(self) -> None:
+        """Forget every cached answer (the hit and miss counts stay)."""
+        self._cache.clear()
 
     def search(self, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows and scores of the ``topk`` best documents for ``query`` (positive scores only), best first."""
@@ -111,23 +175,7 @@ class BM25Scorer:
             self._cache.move_to_end(key)
             return cached
         self.cache_misses += 1
-        scores, postings = self.scores(query)
-        if not postings:
-            found = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
-        else:
-            if sum(len(rows) for rows in postings) * 8 < self.num_docs:
-                # few touched rows: sorting them beats scanning the whole score array
-                candidates = np.unique(np.concatenate(postings))
-            else:
-                # many: only rows at or above the k-th best score can be hits
-                kth = (
-                    np.partition(scores, self.num_docs - topk)[self.num_docs - topk]
-                    if self.num_docs > topk
-                    else 0
-                )
-                candidates = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
-            candidates = candidates.astype(np.int64)
-            found = top_k(candidates, scores[candidates], topk)
+        found = self._top_k(self.term_ids(query), topk)
         for array in found:
             array.setflags(write=False)  # shared by every caller of the cache
         if self.cache_size:
@@ -135,6 +183,173 @@ class BM25Scorer:
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return found
+
+    def _top_k(self, terms: list[int], topk: int) -> tuple[np.ndarray, np.ndarray]:
+        if not terms:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        if (
+            self.num_docs + sum(int(self.indptr[term + 1] - self.indptr[term]) for term in terms)
+            <= EXHAUSTIVE_WORK
+        ):
+            self.path_counts["exhaustive"] += 1
+            scores = np.zeros(self.num_docs, dtype=np.float32)
+            self._scatter(terms, scores)
+            hits = np.flatnonzero(scores > 0)
+            return top_k(hits, scores[hits], topk)
+        query = Query(terms, {term: self.largest(term) for term in set(terms)})
+        rarest_first = sorted(
+            query.repeats, key=lambda term: (self.indptr[term + 1] - self.indptr[term], term)
+        )
+        ranked = Ranked(topk)
+        for taken, term in enumerate(rarest_first):
+            if query.bound(rarest_first[taken:]) < ranked.theta:
+                self.path_counts["pruned"] += 1
+                return ranked.top_k()
+            rows, term_scores = self.postings(term)
+            earlier, later = rarest_first[:taken], rarest_first[taken + 1 :]
+            if ranked.theta == 0 and len(rows) > SEED_ROWS:
+                # no θ yet and a long list: the rows scoring best in it are ranked first, to set one
+                self.path_counts["seeded"] += 1
+                best = np.zeros(len(rows), dtype=bool)
+                best[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = True
+                ranked.add(
+                    *self._new_rows_scored(
+                        query, term, rows[best], term_scores[best], earlier, later, 0.0, topk
+                    )
+                )
+                rows, term_scores = rows[~best], term_scores[~best]
+            ranked.add(
+                *self._new_rows_scored(query, term, rows, term_scores, earlier, later, ranked.theta, topk)
+            )
+        self.path_counts["all lists"] += 1
+        return ranked.top_k()
+
+    def _new_rows_scored(
+        self,
+        query: Query,
+        term: int,
+        rows: np.ndarray,
+        term_scores: np.ndarray,
+        earlier: list[int],
+        later: list[int],
+        theta: float,
+        topk: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``term``'s list (increasing) that no ``earlier`` list holds and that may score θ
+        or more, with their exact scores.
+
+        A row first met here gets nothing from the earlier lists, so it scores at most its score here
+        plus the bounds of the ``later`` lists. Those are looked up largest bound first; what a row
+        has so far bounds its score from below (the k-th best of these partial sums raises θ) and,
+        with the bounds of the lists not yet looked up, from above: a row is dropped as soon as that
+        falls below θ.
+        """
+        repeats, slack = query.repeats, query.slack
+        if theta > 0:
+            floor = float32_below((theta / slack - query.bound(later)) / repeats[term])
+            if floor > 0:
+                self.path_counts["trimmed lists"] += 1
+                kept = term_scores >= floor
+                rows, term_scores = rows[kept], term_scores[kept]
+        largest_first = sorted(later, key=query.bounds.__getitem__, reverse=True)
+        # each list's score in each row (this list's first, then the later lists' as they are looked up),
+        # by the row's place in the list; rows still in the running are the places in ``alive``
+        found_scores = np.zeros((1 + len(later), len(rows)), dtype=np.float32)
+        found_scores[0] = term_scores
+        alive = np.arange(len(rows))
+        partial = term_scores * np.float64(repeats[term])
+        for looked_up, other in enumerate(largest_first, start=1):
+            other_scores = self._scores_in(other, rows)
+            found_scores[looked_up, alive] = other_scores
+            partial += other_scores * np.float64(repeats[other])
+            if len(partial) >= topk:
+                # float32 sums of nonnegative scores: a partial sum over slack is below the exact score
+                theta = max(theta, np.partition(partial, len(partial) - topk)[len(partial) - topk] / slack)
+            if theta > 0:
+                kept = partial + query.bound(largest_first[looked_up:]) >= theta / slack
+                if not kept.all():
+                    self.path_counts["dropped rows"] += 1
+                    rows, partial, alive = rows[kept], partial[kept], alive[kept]
+        for other in earlier:
+            unseen = ~self._holds(other, rows)  # the others were scored when that list was taken
+            rows, alive = rows[unseen], alive[unseen]
+        found_scores = found_scores[:, alive]
+        # the earlier lists add nothing to these rows (and adding 0.0 changes no float)
+        position = {other: at for at, other in enumerate([term, *largest_first])}
+        scores = np.zeros(len(rows), dtype=np.float32)
+        for each in query.terms:  # float32, in query order: the exhaustive scatter's sum
+            if each in position:
+                scores += found_scores[position[each]]
+        return rows, scores
+
+    def _scores_in(self, term: int, rows: np.ndarray) -> np.ndarray:
+        """``term``'s score in each of ``rows`` (0 where its list does not hold the row)."""
+        term_rows, term_scores = self.postings(term)
+        if len(term_rows) > DENSE_LOOKUP * len(rows):
+            at = self._positions(term_rows, rows)
+            return np.where(term_rows[at] == rows, term_scores[at], np.float32(0))
+        # many rows against a list not much longer: spreading the list over an array of every
+        # document and reading the rows costs less than a binary search per row
+        self.path_counts["array lookups"] += 1
+        spread = getattr(self._threads, "spread", None)
+        if spread is None:
+            spread = self._threads.spread = np.zeros(self.num_docs, dtype=np.float32)
+        try:
+            spread[term_rows] = term_scores
+            return spread[rows]
+        finally:
+            spread[term_rows] = 0  # the array stays zero between lookups
+
+    def _holds(self, term: int, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` ``term``'s posting list holds."""
+        term_rows = self.postings(term)[0]
+        if len(term_rows) == 0:
+            return np.zeros(len(rows), dtype=bool)
+        return term_rows[self._positions(term_rows, rows)] == rows
+
+    @staticmethod
+    def _positions(term_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Where each of ``rows`` is or would go in ``term_rows`` (increasing), kept inside it."""
+        at = np.searchsorted(term_rows, rows)
+        return np.minimum(at, len(term_rows) - 1, out=at)
+
+
+class Query:
+    """A query's terms, how often each is repeated, and bounds on what its lists add to a score."""
+
+    def __init__(self, terms: list[int], largest: dict[int, float]) -> None:
+        self.terms = terms
+        self.repeats = Counter(terms)
+        self.bounds = {term: largest[term] * self.repeats[term] for term in self.repeats}
+        # float32 addition of n terms may round the sum up by a relative n·2⁻²⁴; bounds allow 4 times that
+        self.slack = 1 + len(terms) * 2.0**-22
+
+    def bound(self, lists: list[int]) -> float:
+        """The most the posting lists of ``lists`` can add to one document's float32 score."""
+        return sum(self.bounds[term] for term in lists) * self.slack
+
+
+class Ranked:
+    """Exactly scored rows, keeping only those that may still make the top k, and θ: their k-th best score."""
+
+    def __init__(self, topk: int) -> None:
+        self.topk = topk
+        self.rows = np.empty(0, dtype=np.int64)
+        self.scores = np.empty(0, dtype=np.float32)
+        self.theta = 0.0
+
+    def add(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """Add rows not added before, with their exact scores."""
+        self.rows = np.concatenate([self.rows, rows])
+        self.scores = np.concatenate([self.scores, scores])
+        if len(self.scores) >= self.topk:
+            cut = len(self.scores) - self.topk
+            self.theta = float(np.partition(self.scores, cut)[cut])
+            kept = self.scores >= self.theta  # rows below θ can never make the top k: θ only rises
+            self.rows, self.scores = self.rows[kept], self.scores[kept]
+
+    def top_k(self) -> tuple[np.ndarray, np.ndarray]:
+        return top_k(self.rows, self.scores, self.topk)
 
 
 def index_texts(

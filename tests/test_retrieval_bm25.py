@@ -162,3 +162,103 @@ def test_cache_keeps_the_most_recent_queries(corpus_and_passages):
         scorer.search(query, 3)
     # river miss, bank miss, river hit, king miss (evicts bank), bank miss
     assert (scorer.cache_hits, scorer.cache_misses) == (1, 4)
+
+
+def zipf_texts(count: int, seed: int, vocabulary: int = 400) -> list[str]:
+    """Texts whose words follow Zipf's law, led by stop words, with some passages repeated (score ties)."""
+    rng = np.random.default_rng(seed)
+    words = np.array(["the", "and", "of", "a"] + [f"q{i:03d}x" for i in range(vocabulary)])
+    probability = 1.0 / np.arange(1, len(words) + 1)
+    texts = [
+        " ".join(rng.choice(words, size=int(rng.integers(1, 40)), p=probability / probability.sum()))
+        for _ in range(count)
+    ]
+    return texts + texts[:: max(1, count // 20)]
+
+
+def zipf_queries(count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    rare = [f"q{i:03d}x" for i in range(0, 400, 7)]
+    common = ["q000x", "q001x", "q002x", "the", "and"]
+    queries = ["", "the and of", "unknownword", "q003x q003x q003x", "q000x q001x q002x q000x"]
+    for _ in range(count):
+        picked = list(rng.choice(common, size=int(rng.integers(0, 4)))) + list(
+            rng.choice(rare, size=int(rng.integers(0, 4)))
+        )
+        picked += ["unknownword"] * int(rng.integers(0, 2)) + picked[: int(rng.integers(0, 2))]
+        queries.append(" ".join(rng.permutation(picked)))
+    return queries
+
+
+def exhaustive_top_k(scorer, query: str, topk: int) -> tuple[np.ndarray, np.ndarray]:
+    from retrieval_index.ranking import top_k
+
+    scores, _ = scorer.scores(query)
+    hits = np.flatnonzero(scores > 0)
+    return top_k(hits, scores[hits], topk)
+
+
+@pytest.mark.parametrize("seed_rows", [0, 30, 10**9], ids=["no-short-lists", "mixed", "all-short-lists"])
+def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_rows):
+    from retrieval_index import bm25
+    from retrieval_index.bm25 import BM25Scorer, index_texts
+
+    monkeypatch.setattr(bm25, "SEED_ROWS", seed_rows)
+    # these corpora are small enough to be scored exhaustively
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
+    used = {}
+    for seed, count in [(0, 40), (1, 300), (2, 2000)]:
+        scorer = BM25Scorer(index_texts(zipf_texts(count, seed), k1=0.9, b=0.4), cache_size=0)
+        for query in zipf_queries(60, seed):
+            for topk in (1, 3, 10, 50, 5000):
+                rows, scores = scorer.search(query, topk)
+                expected_rows, expected_scores = exhaustive_top_k(scorer, query, topk)
+                assert rows.tolist() == expected_rows.tolist(), (query, topk)
+                assert scores.dtype == np.float32
+                assert scores.tobytes() == expected_scores.tobytes(), (query, topk)
+        for path, times in scorer.path_counts.items():
+            used[path] = used.get(path, 0) + times
+    every_path = {"pruned", "all lists", "trimmed lists", "dropped rows", "seeded", "array lookups"}
+    expected = {
+        0: every_path,
+        30: every_path,
+        10**9: every_path - {"seeded"},
+    }[seed_rows]
+    assert set(used) == expected and min(used.values()) > 10, used
+
+
+def test_small_corpora_are_scored_exhaustively(corpus_and_passages):
+    retriever = BM25Retriever.build(corpus_and_passages[0])
+    retriever.retrieve(QUERIES, 5)
+    assert set(retriever.scorer.path_counts) == {"exhaustive"}
+
+
+def test_threads_sharing_a_scorer_get_the_exhaustive_answers(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from retrieval_index import bm25
+    from retrieval_index.bm25 import BM25Scorer, index_texts
+
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
+    scorer = BM25Scorer(index_texts(zipf_texts(2000, 5), k1=0.9, b=0.4), cache_size=0)
+    queries = zipf_queries(200, 5)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda query: scorer.search(query, 10), queries))
+    assert scorer.path_counts["array lookups"] > 0
+    for query, (rows, scores) in zip(queries, answers):
+        expected_rows, expected_scores = exhaustive_top_k(scorer, query, 10)
+        assert rows.tolist() == expected_rows.tolist(), query
+        assert scores.tobytes() == expected_scores.tobytes(), query
+
+
+def test_a_posting_list_out_of_row_order_is_refused(monkeypatch):
+    from retrieval_index import bm25
+    from retrieval_index.bm25 import BM25Scorer, index_texts
+
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
+    scorer = BM25Scorer(index_texts(zipf_texts(300, 6), k1=0.9, b=0.4), cache_size=0)
+    term = scorer.vocab["q000x"]
+    start, end = scorer.indptr[term], scorer.indptr[term + 1]
+    scorer.indices[start:end] = scorer.indices[start:end][::-1].copy()
+    with pytest.raises(ValueError, match="not in increasing row order"):
+        scorer.search("q000x", 5)
