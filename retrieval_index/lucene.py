@@ -48,7 +48,9 @@ def anserini_jar() -> str:
     spec = importlib.util.find_spec("pyserini")
     if spec is None or spec.origin is None:
         raise ImportError(INSTALL_HINT)
-    jars = sorted(glob.glob(os.path.join(os.path.dirname(spec.origin), "resources", "jars", "anserini-*-fatjar.jar")))
+    jars = sorted(
+        glob.glob(os.path.join(os.path.dirname(spec.origin), "resources", "jars", "anserini-*-fatjar.jar"))
+    )
     if not jars:
         raise ImportError(f"pyserini at {os.path.dirname(spec.origin)} ships no Anserini jar: {INSTALL_HINT}")
     return jars[-1]
@@ -83,7 +85,11 @@ def _release(home: str) -> dict[str, str]:
 
 
 def _jvm_options(home: str) -> list[str]:
-    return [f"--add-modules={VECTOR_MODULE}"] if VECTOR_MODULE in _release(home).get("MODULES", "").split() else []
+    return (
+        [f"--add-modules={VECTOR_MODULE}"]
+        if VECTOR_MODULE in _release(home).get("MODULES", "").split()
+        else []
+    )
 
 
 def start_jvm() -> None:
@@ -108,7 +114,9 @@ def start_jvm() -> None:
     jnius.autoclass("java.lang.String")  # the first class loaded starts the JVM
 
 
-def build_lucene_index(input_dir: str | os.PathLike, index_dir: str | os.PathLike, *, threads: int = 1) -> None:
+def build_lucene_index(
+    input_dir: str | os.PathLike, index_dir: str | os.PathLike, *, threads: int = 1
+) -> None:
     """Index the jsonl files in ``input_dir`` as Search-R1 does (``JsonCollection``, raw documents stored).
 
     Runs Anserini's ``IndexCollection`` (what ``python -m pyserini.index.lucene``
@@ -124,7 +132,9 @@ def build_lucene_index(input_dir: str | os.PathLike, index_dir: str | os.PathLik
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"Anserini's indexer failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+        raise RuntimeError(
+            f"Anserini's indexer failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}"
+        )
 
 
 class PyseriniRetriever:
