@@ -115,9 +115,9 @@ def start_jvm() -> None:
 
 
 def build_lucene_index(
-    input_dir: str | os.PathLike, index_dir: str | os.PathLike, *, threads: int = 1
+    input_dir: str | os.PathLike, index_dir: str | os.PathLike, *, threads: int = 1, store_raw: bool = True
 ) -> None:
-    """Index the jsonl files in ``input_dir`` as Search-R1 does (``JsonCollection``, raw documents stored).
+    """Index the jsonl files in ``input_dir`` as Search-R1 does (``JsonCollection``, raw documents stored unless not ``store_raw``).
 
     Runs Anserini's ``IndexCollection`` (what ``python -m pyserini.index.lucene``
     runs) in a Java ≥ 21 subprocess; raises with the indexer's last output
@@ -128,7 +128,7 @@ def build_lucene_index(
         str(Path(home) / "bin" / "java"), *_jvm_options(home), "-cp", anserini_jar(),
         "io.anserini.index.IndexCollection", "-collection", "JsonCollection", "-input", str(input_dir),
         "-index", str(index_dir), "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(threads),
-        "-storeRaw",
+        *(["-storeRaw"] if store_raw else []),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -167,14 +167,15 @@ class PyseriniRetriever:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
         return (_reopen, (self.index_dir, self.corpus, self.k1, self.b, self.threads), {})
 
-    def _passage(self, docid: str) -> Passage:
-        raw = self.searcher.doc(docid).raw()
+    def _passage(self, hit: Any) -> Passage:
+        # the hit carries its stored fields: no second lookup by id
+        raw = hit.lucene_document.get("raw") if hit.lucene_document is not None else None
         if raw is None:
             if self.corpus is None:
                 raise ValueError(f"{self.index_dir} stores no documents: pass the corpus it was built from")
-            return self.corpus[int(docid)]
+            return self.corpus[int(hit.docid)]
         row = json.loads(raw)
-        return Passage.from_contents(str(row.get("id", docid)), row["contents"])
+        return Passage.from_contents(str(row.get("id", hit.docid)), row["contents"])
 
     def _hits(self, queries: Sequence[str], topk: int) -> list[Any]:
         if len(queries) == 1:
@@ -188,7 +189,7 @@ class PyseriniRetriever:
         return [
             [
                 RetrievedPassage(
-                    passage=self._passage(hit.docid),
+                    passage=self._passage(hit),
                     score=float(hit.score),
                     index=int(hit.docid) if hit.docid.isdigit() else -1,
                 )

@@ -174,6 +174,19 @@ def test_same_top_10_as_bm25s_up_to_tie_order(lucene_usable, tmp_path):
     assert reopened.retrieve(QUERIES[:3], 5) == lucene.retrieve(QUERIES[:3], 5)
 
 
+def test_an_index_without_stored_documents_reads_passages_from_the_corpus(lucene_usable, tmp_path):
+    passages = short_passages(60)
+    (tmp_path / "docs").mkdir()
+    write_corpus_jsonl(passages, tmp_path / "docs" / "corpus.jsonl")
+    build_lucene_index(tmp_path / "docs", tmp_path / "lucene", store_raw=False)
+    with pytest.raises(ValueError, match="pass the corpus it was built from"):
+        PyseriniRetriever(tmp_path / "lucene").retrieve(["river bank"], 3)
+    hits = PyseriniRetriever(
+        tmp_path / "lucene", Corpus.from_passages(passages, tmp_path / "store")
+    ).retrieve(["river bank"], 3)[0]
+    assert len(hits) == 3 and all(hit.passage == passages[hit.index] for hit in hits)
+
+
 def test_long_passages_score_as_bm25_over_lucenes_one_byte_lengths(lucene_usable, tmp_path):
     rng = np.random.default_rng(5)
     vocabulary = [f"w{rank}" for rank in range(3000)]
