@@ -117,9 +117,10 @@ def start_jvm() -> None:
 def build_lucene_index(
     input_dir: str | os.PathLike, index_dir: str | os.PathLike, *, threads: int = 1, store_raw: bool = True
 ) -> None:
-    """Index the jsonl files in ``input_dir`` as Search-R1 does (``JsonCollection``, raw documents stored unless not ``store_raw``).
+    """Index the jsonl files in ``input_dir`` as Search-R1 does: ``JsonCollection``, raw documents stored.
 
-    Runs Anserini's ``IndexCollection`` (what ``python -m pyserini.index.lucene``
+    ``store_raw=False`` leaves them out (the retriever then reads passages from
+    the corpus). Runs Anserini's ``IndexCollection`` (what ``python -m pyserini.index.lucene``
     runs) in a Java ≥ 21 subprocess; raises with the indexer's last output
     lines when it fails.
     """
