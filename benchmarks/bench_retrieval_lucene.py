@@ -14,7 +14,8 @@ documents stored). For each size and engine it prints:
 - load: seconds for a fresh process to import the engine and open the index
   (for pyserini this includes starting the JVM and importing pyserini, which
   imports torch and transformers), and that process's RSS after 200 queries;
-- p50 / p99 ms per single query (top 10, passages included), and q/s for
+- p50 / p99 ms per single query (top 10, passages included) after 1,000
+  warm-up queries (the JVM compiles its search path meanwhile), and q/s for
   batches of 64 (bm25s answers a batch query by query; pyserini's
   ``batch_search`` on 1 or 2 Java threads); bm25s's query cache is off, so
   every query is scored;
@@ -107,7 +108,9 @@ def bench_size(size: int, workdir: Path, queries: list[str], warmup: list[str]) 
 
     rows = []
     for engine, retriever, build, path in engines:
-        for query in warmup:  # JIT-compile the JVM's search path; touch the index pages
+        for (
+            query
+        ) in warmup:  # let the JVM compile its search path (200 queries left it 4x slower); touch the pages
             retriever.retrieve([query], 10)
         loaded = (
             probe("bm25", path, queries[:200]) if retriever is bm25 else lucene_probe(path, queries[:200])
@@ -129,7 +132,7 @@ def main() -> None:
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
     queries = generated_queries(args.queries)
-    warmup = generated_queries(200, seed=11)
+    warmup = generated_queries(1000, seed=11)
     rows = []
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench_retrieval_lucene_") as tmp:
