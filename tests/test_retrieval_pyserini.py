@@ -179,6 +179,11 @@ def test_same_top_10_as_bm25s_up_to_tie_order(lucene_usable, tmp_path):
     assert reopened.retrieve(QUERIES[:3], 5) == lucene.retrieve(QUERIES[:3], 5)
 
 
+def test_a_failed_index_build_raises_with_the_indexers_reason(lucene_usable, tmp_path):
+    with pytest.raises(RuntimeError, match=r"(?s)Anserini's indexer failed \(1\).*Invalid collection path"):
+        build_lucene_index(tmp_path / "missing", tmp_path / "lucene")
+
+
 def test_an_index_without_stored_documents_reads_passages_from_the_corpus(lucene_usable, tmp_path):
     passages = short_passages(60)
     (tmp_path / "docs").mkdir()
