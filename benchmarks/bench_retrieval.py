@@ -91,7 +91,9 @@ print(json.dumps({"load_s": load, "rss_mib": rss}))
 # rank r is drawn with probability 1 / (r * H), the harmonic number H normalising over the vocabulary
 ZIPF_CDF = np.cumsum(1.0 / np.arange(1, VOCABULARY + 1))
 ZIPF_CDF /= ZIPF_CDF[-1]
-WORDS = np.array(sorted(LUCENE_STOP_WORDS) + [f"w{rank}" for rank in range(len(LUCENE_STOP_WORDS), VOCABULARY)])
+WORDS = np.array(
+    sorted(LUCENE_STOP_WORDS) + [f"w{rank}" for rank in range(len(LUCENE_STOP_WORDS), VOCABULARY)]
+)
 
 
 def words(rng: np.random.Generator, count: int) -> list[str]:

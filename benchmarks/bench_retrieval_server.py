@@ -183,7 +183,8 @@ def load_process(port: int, queries: list[list[str]], start_at: float) -> dict:
     async def run() -> None:
         await asyncio.sleep(max(0.0, start_at - time.time()))
         bodies = [
-            [json.dumps({"queries": [q], "topk": 3, "return_scores": True}).encode() for q in own] for own in queries
+            [json.dumps({"queries": [q], "topk": 3, "return_scores": True}).encode() for q in own]
+            for own in queries
         ]
         await asyncio.gather(*(client(port, own, latencies, errors) for own in bodies))
 
@@ -193,7 +194,8 @@ def load_process(port: int, queries: list[list[str]], start_at: float) -> dict:
 
 def load(port: int, queries: list[str], clients: int, requests: int, processes: int) -> dict:
     per_client = [
-        [queries[(number * requests + r) % len(queries)] for r in range(requests)] for number in range(clients)
+        [queries[(number * requests + r) % len(queries)] for r in range(requests)]
+        for number in range(clients)
     ]
     start_at = time.time() + 2.0  # every load process started and waiting
     with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
@@ -235,7 +237,7 @@ def build_index(kind: str, passages: int, workdir: Path):  # type: ignore[no-unt
 
 
 def ray_serve_installed() -> bool:
-    probe = subprocess.run([sys.executable, "-c", "import ray.serve"], capture_output=True)
+    probe = subprocess.run([sys.executable, "-c", "import ray.serve"], check=False, capture_output=True)
     return probe.returncode == 0
 
 
@@ -247,13 +249,19 @@ def bench_kind(kind: str, passages: int, args: argparse.Namespace, queries: list
         in_process = median_ms(index.retrieve, queries[:200])
         serve = [sys.executable, "-m", "retrieval_index", "serve", "--index", str(Path(tmp) / "index")]
         servers = {
-            f"retrieval_index, {n} worker{'s' if n > 1 else ''}": [*serve, "--workers", str(n)] for n in args.workers
+            f"retrieval_index, {n} worker{'s' if n > 1 else ''}": [*serve, "--workers", str(n)]
+            for n in args.workers
         }
         if args.ray_replicas and ray_serve_installed():
             servers[f"retrieval_index, Ray Serve {args.ray_replicas} replicas"] = [
                 *serve, "--ray-replicas", str(args.ray_replicas)
             ]  # fmt: skip
-        servers["naive (Search-R1's structure)"] = [sys.executable, "-c", NAIVE_SERVER, str(Path(tmp) / "index")]
+        servers["naive (Search-R1's structure)"] = [
+            sys.executable,
+            "-c",
+            NAIVE_SERVER,
+            str(Path(tmp) / "index"),
+        ]
         rows = []
         for name, command in servers.items():
             port = free_port()
@@ -278,7 +286,9 @@ def print_kind(result: dict, args: argparse.Namespace) -> None:
     for r in result["rows"]:
         if r["error_kinds"]:
             print(f"{r['server']} errors: {r['error_kinds']}")
-    print("| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms | server adds ms | RSS / PSS MiB |")
+    print(
+        "| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms | server adds ms | RSS / PSS MiB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in result["rows"]:
         print(f"| {r['server']} | {r['requests']} | {r['errors']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
@@ -290,10 +300,14 @@ def print_kind(result: dict, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--kinds", nargs="+", choices=("bm25", "dense"), default=["bm25", "dense"])
     parser.add_argument("--passages", type=int, default=20_000, help="BM25 corpus size")
-    parser.add_argument("--dense-passages", type=int, default=3_000, help="dense corpus size (encoded on CPU)")
+    parser.add_argument(
+        "--dense-passages", type=int, default=3_000, help="dense corpus size (encoded on CPU)"
+    )
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--requests", type=int, default=5, help="requests per client")
     parser.add_argument("--client-processes", type=int, default=4)
