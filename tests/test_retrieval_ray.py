@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fixtures.app_server import free_port
 from test_retrieval_server import passages
 
 from retrieval_index import BM25Retriever, Corpus
@@ -30,12 +30,6 @@ def require_ray_serve() -> None:
         import ray.serve  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"Ray Serve is not importable ({exc}): pip install -e '.[retrieval-ray]'")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def process_tree(pid: int) -> set[int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from fixtures.app_server import free_port
 
 from retrieval_index import BM25Retriever, Corpus, Passage
 from retrieval_index.client import RemoteRetriever, RemoteRetrieverError
@@ -284,9 +284,7 @@ def test_remote_retriever_refuses_a_url_that_is_not_http():
 
 def test_cli_serves_with_several_workers_sharing_the_index(bm25):
     """``python -m retrieval_index serve --workers 2``: two processes answer, SIGTERM stops them all."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     command = [sys.executable, "-m", "retrieval_index", "serve", "--index", str(bm25.directory)]
     process = subprocess.Popen([*command, "--workers", "2", "--port", str(port)], start_new_session=True)
     try:
