@@ -157,11 +157,10 @@ class RayServer:
         limits: ServerLimits | None = None,
         options: RayServeOptions | None = None,
     ) -> None:
-        from retrieval_index.bm25 import META
+        from retrieval_index.loading import index_kind
         from retrieval_index.server import ServerLimits
 
-        if not os.path.exists(os.path.join(index_dir, META)):
-            raise FileNotFoundError(f"{index_dir} is not a retrieval index (no {META})")
+        index_kind(index_dir)  # a bad directory fails here, before Ray's ~20 s start, not in every replica
         self.index_dir = index_dir
         self.host = host
         self.port = port
