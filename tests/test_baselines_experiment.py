@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from baselines.experiments.grpo_vs_gigpo import (
+    PINNED_ENVIRONMENT,
     RESULTS_DIR,
     RESULTS_NAME,
+    environment_is_pinned,
     episodes_to_threshold,
     moving_average,
     readme_sentence,
@@ -78,3 +83,42 @@ def test_one_seed_rerun_reproduces_the_results_file(tmp_path):
         assert (
             rerun["estimators"][estimator]["seeds"][seed] == committed["estimators"][estimator]["seeds"][seed]
         )
+
+
+def test_the_results_file_records_the_pinned_numerics():
+    numerics = load_results()["numerics"]
+    assert numerics["environment"] == PINNED_ENVIRONMENT
+    assert numerics["aten_cpu_capability"] == PINNED_ENVIRONMENT["ATEN_CPU_CAPABILITY"].upper()
+    assert numerics["mkl_cbwr_branch"] == PINNED_ENVIRONMENT["MKL_CBWR"]
+    assert numerics["torch_threads"] == 1 and numerics["deterministic_algorithms"] is True
+
+
+def test_an_environment_missing_one_pin_is_not_pinned():
+    assert environment_is_pinned(PINNED_ENVIRONMENT)
+    for name in PINNED_ENVIRONMENT:
+        assert not environment_is_pinned({**PINNED_ENVIRONMENT, name: "avx512"})
+        assert not environment_is_pinned({key: v for key, v in PINNED_ENVIRONMENT.items() if key != name})
+
+
+@pytest.mark.slow
+def test_the_caller_s_cpu_capability_does_not_change_the_numbers(tmp_path):
+    """Two callers asking torch for other kernels (ATEN_CPU_CAPABILITY, MKL_CBWR) get identical runs."""
+    logs = {}
+    for capability, mkl in (("default", None), ("avx512", "AUTO")):
+        environ = {key: value for key, value in os.environ.items() if key not in PINNED_ENVIRONMENT}
+        environ["ATEN_CPU_CAPABILITY"] = capability
+        if mkl is not None:
+            environ["MKL_CBWR"] = mkl
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        out = tmp_path / capability
+        command = [sys.executable, "-m", "baselines.experiments.grpo_vs_gigpo", "--estimators", "gigpo"]
+        command += ["--seeds", "0", "--iterations", "3", "--out", str(out / "runs"), "--results", str(out)]
+        subprocess.run(command, env=environ, check=True, cwd=ROOT, capture_output=True)
+        records = [json.loads(line) for line in (out / "runs" / "gigpo-s0" / "metrics.jsonl").open()]
+        logs[capability] = [
+            {key: value for key, value in record.items() if not key.startswith("time/") and key != "tokens_per_s"}
+            for record in records
+        ]
+        assert json.loads((out / f"{RESULTS_NAME}.json").read_text())["numerics"]["aten_cpu_capability"] == "AVX2"
+    assert len(logs["default"]) == 3
+    assert logs["default"] == logs["avx512"]

@@ -13,17 +13,32 @@ every run's success curve and the settings) and the curves
 README's numbers are :func:`readme_sentence` of that file.
 
     python -m baselines.experiments.grpo_vs_gigpo --seeds 0 1 2 --out runs/mini
+
+The numbers are bit-reproducible on any x86-64 machine with AVX2: a float's
+rounding depends on which CPU kernels torch dispatches (ATen's vector width,
+MKL's code branch, the thread count), so the experiment trains in a process
+started with :data:`PINNED_ENVIRONMENT` (ATen's AVX2 kernels, MKL's
+``COMPATIBLE`` branch, the only one MKL keeps equal on Intel and non-Intel
+CPUs, oneDNN capped at AVX2, one thread) whatever the caller's environment
+says, since these are read once when torch first dispatches. It then turns
+on ``torch.use_deterministic_algorithms``, checks that the pins took hold,
+and records them in the results file under ``numerics``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
-from collections.abc import Sequence
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from baselines.metrics import read_jsonl
 from baselines.trainers import critic_free
@@ -32,6 +47,73 @@ from baselines.trainers.common import load_config
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mini_sokoban.yaml"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_NAME = "grpo_vs_gigpo"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PINNED_ENVIRONMENT = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "COMPATIBLE",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+PINNED_TORCH_THREADS = 1
+# MKL's names for the code branch its CNR mode runs (mkl_cbwr_get's return values).
+MKL_CBWR_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 9: "AVX", 10: "AVX2", 12: "AVX512"}
+
+
+class UnpinnedNumerics(RuntimeError):
+    """torch runs with other kernels than the pinned ones, so the numbers would depend on the machine."""
+
+
+def environment_is_pinned(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``environ`` holds every :data:`PINNED_ENVIRONMENT` value."""
+    return all(environ.get(name) == value for name, value in PINNED_ENVIRONMENT.items())
+
+
+def mkl_branch() -> str | None:
+    """The code branch MKL's conditional numerical reproducibility runs; None without MKL in torch."""
+    library = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    try:
+        mkl = ctypes.CDLL(str(library))
+        cbwr_get = mkl.mkl_serv_cbwr_get  # mkl_cbwr_get, as MKL links statically into libtorch_cpu
+    except (OSError, AttributeError):
+        return None
+    cbwr_get.restype, cbwr_get.argtypes = ctypes.c_int, [ctypes.c_int]
+    branch = cbwr_get(1)  # MKL_CBWR_BRANCH
+    return MKL_CBWR_BRANCHES.get(branch, str(branch))
+
+
+def pin_numerics() -> dict[str, Any]:
+    """Fix the thread count and deterministic algorithms; check the process's pins; what to record.
+
+    Raises :class:`UnpinnedNumerics` when ATen or MKL run other kernels than
+    the pinned ones (a CPU without AVX2, or torch initialised before the
+    environment was set).
+    """
+    torch.set_num_threads(PINNED_TORCH_THREADS)
+    torch.use_deterministic_algorithms(True)
+    capability = torch.backends.cpu.get_cpu_capability()
+    wanted = PINNED_ENVIRONMENT["ATEN_CPU_CAPABILITY"].upper()
+    if capability != wanted:
+        raise UnpinnedNumerics(f"ATen dispatches {capability} kernels, not {wanted}: this CPU lacks {wanted}")
+    branch = mkl_branch()
+    if torch.backends.mkl.is_available() and branch != PINNED_ENVIRONMENT["MKL_CBWR"]:
+        raise UnpinnedNumerics(f"MKL runs its {branch} branch, not {PINNED_ENVIRONMENT['MKL_CBWR']}")
+    return {
+        "environment": dict(PINNED_ENVIRONMENT),
+        "aten_cpu_capability": capability,
+        "mkl_cbwr_branch": branch,
+        "torch_threads": torch.get_num_threads(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "torch": torch.__version__,
+    }
+
+
+def run_pinned(argv: Sequence[str]) -> int:
+    """Run this experiment with ``argv`` in a child process started with :data:`PINNED_ENVIRONMENT`."""
+    environ = {**os.environ, **PINNED_ENVIRONMENT}
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "baselines.experiments.grpo_vs_gigpo", *argv]
+    return subprocess.run(command, env=environ, check=False).returncode
 
 
 def moving_average(values: Sequence[float], window: int) -> np.ndarray:
@@ -144,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
+    if not environment_is_pinned():
+        return run_pinned(sys.argv[1:] if argv is None else list(argv))
+    numerics = pin_numerics()
 
     out = Path(args.out)
     runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
@@ -153,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             overrides = [f"estimator={estimator}", f"seed={seed}", f"out_dir={run_dir}", *args.set]
             if args.iterations is not None:
                 overrides.append(f"iterations={args.iterations}")
+            overrides.append(f"num_threads={PINNED_TORCH_THREADS}")
             config = load_config(args.config, overrides)
             if (run_dir / "metrics.jsonl").exists() and len(
                 read_jsonl(run_dir / "metrics.jsonl")
@@ -185,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "config": Path(args.config).name,
         "overrides": args.set + ([f"iterations={args.iterations}"] if args.iterations is not None else []),
+        "numerics": numerics,
         **summary,
         "episodes_per_iteration": int(runs[args.estimators[0]][args.seeds[0]][0]["episodes_seen"]),
         "success_curves": {
