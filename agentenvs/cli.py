@@ -545,6 +545,57 @@ def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
     return client, "openai"
 
 
+# ----------------------------------------------------------- diagnose grouping
+def cmd_diagnose_grouping(args: argparse.Namespace) -> int:
+    """Score GiGPO's anchor groupings against the true state (:mod:`agentenvs.diagnostics.grouping`)."""
+    from agentenvs.diagnostics import grouping
+
+    if args.group_size < 1 or args.episodes < args.group_size or args.episodes % args.group_size:
+        raise UsageError(
+            f"--episodes ({args.episodes}) must be a positive multiple of --group-size ({args.group_size})"
+        )
+    env_id = resolve_env_id(args.env_id)
+    env = make_env(env_id, parse_env_kwargs(args.env_kwarg, args.split))
+    notes = Console(stderr=True)
+    try:
+        with _progress(notes) as progress:
+            task = progress.add_task(f"{env_id} {args.agent}", total=args.episodes)
+            results = grouping.diagnose(
+                env,
+                env_id,
+                args.agent,
+                episodes=args.episodes,
+                group_size=args.group_size,
+                seed=args.seed,
+                on_episode=lambda: progress.advance(task),
+            )
+    except AgentUnavailable as exc:
+        _note(notes, f"agent {args.agent} cannot play {env_id}: {_one_line(exc)}", "red")
+        return 1
+    finally:
+        env.close()
+    table = Table(
+        title=f"anchor grouping vs true state: {env_id}, {args.agent} agent, {results['episodes']} episodes "
+        f"in groups of {results['group_size']}, {results['turns']} turns, {results['true_states']} states",
+        title_justify="left",
+    )
+    for column in grouping.TABLE_COLUMNS:
+        table.add_column(column, justify="left" if column == "anchor" else "right")
+    for row in grouping.table_rows(results):
+        table.add_row(*row)
+    Console(width=200).print(table)
+    if args.out:
+        try:
+            paths = grouping.write_results(results, Path(args.out))
+        except ImportError as exc:
+            _note(notes, f"wrote {Path(args.out) / grouping.results_name(env_id, args.agent)}.json; {exc}", "red")
+            return 1
+        except OSError as exc:
+            raise UsageError(f"cannot write to {args.out}: {exc.strerror}") from None
+        _note(notes, "wrote " + ", ".join(map(str, paths)))
+    return 0
+
+
 # ------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="agentenvs", description="Multi-turn text environments for LLM agents.")
@@ -609,6 +660,23 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--max-tokens", type=int, help="tokens per response")
     evaluate.add_argument("--timeout-s", type=float, default=60.0, help="per request (default 60)")
     evaluate.add_argument("--max-retries", type=int, default=3, help="per request (default 3)")
+
+    diagnose = commands.add_parser("diagnose", help="diagnostics of what the envs' keys tell a trainer")
+    diagnostics = diagnose.add_subparsers(dest="diagnostic", required=True, metavar="DIAGNOSTIC")
+    grouping_help = "how often GiGPO's anchor groups (observation, similarity) mix or split true states"
+    grouping = diagnostics.add_parser("grouping", help=grouping_help, description=grouping_help)
+    grouping.set_defaults(handler=cmd_diagnose_grouping)
+    grouping.add_argument("env_id", metavar="ID")
+    grouping.add_argument("--agent", choices=sorted(AGENTS), default="random", help="default random")
+    grouping.add_argument(
+        "--episodes", type=int, default=64, help="episodes, a multiple of --group-size (default 64)"
+    )
+    grouping.add_argument(
+        "--group-size", type=int, default=8, help="episodes per rollout group, one task each (default 8)"
+    )
+    grouping.add_argument("--seed", type=int, default=0, help="rollout group g resets with SEED + g")
+    grouping.add_argument("--out", metavar="DIR", help="write the results (JSON) and histograms (PNG) here")
+    env_options(grouping)
     return parser
 
 

@@ -48,7 +48,6 @@ import random
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from typing import Any, Literal
 
 import numpy as np
@@ -292,36 +291,6 @@ def discounted_returns(rewards: Sequence[float] | np.ndarray, gamma: float) -> n
     return returns
 
 
-def similarity_anchor_keys(
-    observations: Sequence[Sequence[str]], group_ids: Sequence[Hashable], *, threshold: float = 0.95
-) -> list[list[int]]:
-    """Anchor keys by similarity clustering of observations, per rollout group.
-
-    Greedy in trajectory-then-step order: an observation joins the first
-    cluster of its group whose *first member* has
-    ``difflib.SequenceMatcher(None, first, obs).ratio() >= threshold``, else
-    it founds a new cluster. Keys are cluster numbers, unique across groups.
-    ``threshold=1.0`` reduces to exact matching.
-    """
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-    keys: list[list[int]] = [[0] * len(steps) for steps in observations]
-    next_cluster = 0
-    for members in _group_indices(group_ids).values():
-        founders: list[tuple[str, int]] = []
-        for i in members:
-            for t, text in enumerate(observations[i]):
-                for founder, cluster in founders:
-                    if founder == text or SequenceMatcher(None, founder, text).ratio() >= threshold:
-                        keys[i][t] = cluster
-                        break
-                else:
-                    founders.append((text, next_cluster))
-                    keys[i][t] = next_cluster
-                    next_cluster += 1
-    return keys
-
-
 @dataclass(frozen=True)
 class GiGPOAdvantages:
     """Per-trajectory arrays (one value per step/turn) of a GiGPO computation.
@@ -372,7 +341,7 @@ def gigpo_advantages(
     - combined:  A_t^(i) = A^E(τ_i) + ω · A^S_t
 
     ``anchor_keys[i][t]`` is any hashable naming s_t^(i): the observation
-    text, the env's ``state_key``, or :func:`similarity_anchor_keys` labels.
+    text, the env's ``state_key``, or :func:`agentenvs.diagnostics.grouping.similarity_anchor_keys` labels.
 
     Where verl-agent's gigpo/core_gigpo.py differs (``reference_preset("gigpo")``):
     ``episode_over="steps"`` (episode statistics over step rows),

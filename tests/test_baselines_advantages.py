@@ -15,7 +15,6 @@ from baselines.advantages import (
     mt_grpo_advantages,
     ranked_candidate_pairs,
     rloo_advantages,
-    similarity_anchor_keys,
     sweet_preference_pairs,
     turn_end_rewards,
 )
@@ -119,22 +118,6 @@ def test_gigpo_validates_shapes():
         gigpo_advantages([[0.0, 1.0]], [["a"]], ["g"])
     with pytest.raises(ValueError):
         gigpo_advantages([[0.0]], [["a"]], ["g", "h"])
-
-
-def test_similarity_anchor_keys_cluster_against_first_member():
-    observations = [
-        ["You are in the kitchen. A red box is here.", "You hold the key."],
-        ["You are in the kitchen. A red box is here!", "Completely different room text"],
-    ]
-    keys = similarity_anchor_keys(observations, ["g", "g"], threshold=0.9)
-    assert keys[0][0] == keys[1][0]
-    assert len({keys[0][0], keys[0][1], keys[1][1]}) == 3
-    exact = similarity_anchor_keys(observations, ["g", "g"], threshold=1.0)
-    assert exact[0][0] != exact[1][0]
-    across = similarity_anchor_keys(observations, ["g", "h"], threshold=0.9)
-    assert across[0][0] != across[1][0]
-    with pytest.raises(ValueError):
-        similarity_anchor_keys(observations, ["g", "g"], threshold=0.0)
 
 
 def test_mt_grpo_alpha_extremes():

@@ -101,6 +101,7 @@ def test_an_environment_missing_one_pin_is_not_pinned():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_the_caller_s_cpu_capability_does_not_change_the_numbers(tmp_path):
     """Two callers asking torch for other kernels (ATEN_CPU_CAPABILITY, MKL_CBWR) get identical runs."""
     logs = {}

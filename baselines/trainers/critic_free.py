@@ -45,13 +45,13 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_seed
+from agentenvs.diagnostics.grouping import similarity_anchor_keys
 from baselines.advantages import (
     estimator_options,
     gigpo_advantages,
     grpo_advantages,
     mt_grpo_advantages,
     rloo_advantages,
-    similarity_anchor_keys,
 )
 from baselines.metrics import MetricsWriter, anchor_metrics, rollout_metrics
 from baselines.rollout import Trajectory

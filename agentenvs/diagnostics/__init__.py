@@ -1,0 +1,1 @@
+"""Diagnostics of what the envs' keys tell a trainer (``agentenvs diagnose ...``)."""
