@@ -7,6 +7,7 @@
     agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
                   [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
     agentenvs replay results.jsonl
+    agentenvs diagnose grouping ID [--agent random|expert] [--episodes 64] [--group-size 8] [--out DIR]
     agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
                    [--panel test] [--out DIR] [--concurrency 8] [--model-size 7B]
 
