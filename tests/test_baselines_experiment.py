@@ -55,6 +55,12 @@ def test_the_summary_follows_from_the_curves_in_the_file():
             assert stats["final_success"] == pytest.approx(sum(curve[-window:]) / window)
             assert stats["best_smoothed_success"] == pytest.approx(moving_average(curve, window).max())
             assert stats["episodes_to_threshold"] == episodes_to_threshold(records, threshold, window)
+        finals = [stats["final_success"] for stats in block["seeds"].values()]
+        assert block["mean_final_success"] == pytest.approx(sum(finals) / len(finals))
+        assert block["std_final_success"] == pytest.approx(
+            (sum((f - block["mean_final_success"]) ** 2 for f in finals) / len(finals)) ** 0.5
+        )
+        assert (block["min_final_success"], block["max_final_success"]) == (min(finals), max(finals))
 
 
 @pytest.mark.slow

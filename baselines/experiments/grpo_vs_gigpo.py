@@ -148,9 +148,13 @@ def summarise(
                 "singleton_share": float(np.mean([r["anchor/singleton_share"] for r in records])),
             }
         reached = [s["episodes_to_threshold"] for s in per_seed.values()]
+        finals = [s["final_success"] for s in per_seed.values()]
         summary["estimators"][estimator] = {
             "seeds": per_seed,
-            "mean_final_success": float(np.mean([s["final_success"] for s in per_seed.values()])),
+            "mean_final_success": float(np.mean(finals)),
+            "std_final_success": float(np.std(finals)),
+            "min_final_success": float(min(finals)),
+            "max_final_success": float(max(finals)),
             "runs_reaching_threshold": sum(r is not None for r in reached),
             "mean_episodes_to_threshold_of_those": float(np.mean([r for r in reached if r is not None]))
             if any(r is not None for r in reached)
@@ -180,8 +184,14 @@ def readme_sentence(results: dict[str, Any]) -> str:
         reached = f"{block['runs_reaching_threshold']} of {seeds} runs"
         return f"{mean:,.0f} ({reached})" if mean is not None else f"not reached ({reached})"
 
+    def spread(block: dict[str, Any]) -> str:
+        return (
+            f"{block['mean_final_success']:.3f} ± {block['std_final_success']:.3f} "
+            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f})"
+        )
+
     return (
-        f"mean final success GiGPO {gigpo['mean_final_success']:.3f} vs GRPO {grpo['mean_final_success']:.3f} "
+        f"mean final success ± std over seeds GiGPO {spread(gigpo)} vs GRPO {spread(grpo)} "
         f"(GiGPO higher on {higher} of {seeds} seeds); episodes to {results['threshold']} success: "
         f"GiGPO {episodes(gigpo)} vs GRPO {episodes(grpo)}, GiGPO faster on {faster} of {seeds} seeds"
     )
