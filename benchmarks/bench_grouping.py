@@ -2,7 +2,8 @@
 
 Runs ``agentenvs diagnose grouping`` (:mod:`agentenvs.diagnostics.grouping`) on each family's main
 env with the random and the expert agent, writes each result (JSON and PNG) to
-``benchmarks/results/grouping/`` and prints the Markdown table the README quotes.
+``benchmarks/results/grouping/`` and prints the Markdown table of every family's file there, which
+the README quotes (``--envs`` reruns some families).
 
     python benchmarks/bench_grouping.py [--episodes 64] [--group-size 8]
 """
@@ -16,7 +17,13 @@ from pathlib import Path
 import gymnasium as gym
 from rich.progress import Progress
 
-from agentenvs.diagnostics.grouping import DEFAULT_GROUP_SIZE, diagnose, markdown_table, write_results
+from agentenvs.diagnostics.grouping import (
+    DEFAULT_GROUP_SIZE,
+    diagnose,
+    markdown_table,
+    results_name,
+    write_results,
+)
 
 FAMILY_ENVS = (
     "agentenvs/ALFWorld-v0",
@@ -56,8 +63,14 @@ def main() -> None:
                 write_results(document, RESULTS)
                 documents.append(document)
             env.close()
-    print(markdown_table(documents))
-    print(f"\nresults: {RESULTS} ({json.dumps([d['env_id'] + ' ' + d['agent'] for d in documents])})")
+    print(f"ran: {json.dumps([d['env_id'] + ' ' + d['agent'] for d in documents])}\n")
+    print(markdown_table(recorded()))
+
+
+def recorded() -> list[dict]:
+    """Every family's results file in ``RESULTS`` (those not written yet left out), in table order."""
+    paths = [RESULTS / f"{results_name(env_id, agent)}.json" for env_id in FAMILY_ENVS for agent in AGENTS]
+    return [json.loads(path.read_text(encoding="utf-8")) for path in paths if path.exists()]
 
 
 if __name__ == "__main__":

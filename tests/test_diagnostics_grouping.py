@@ -168,6 +168,10 @@ def test_every_family_has_results_for_both_agents_and_the_readme_shows_them():
             assert (RESULTS / f"{results_name(env, agent)}.png").stat().st_size > 0
             documents.append(document)
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert markdown_table(documents) in readme
+    table = markdown_table(documents)
+    assert table in readme
+    prose = " ".join(readme.split("## Grouping diagnostics", 1)[1].split(table, 1)[0].split())
     episodes = {d["episodes"] for d in documents}
-    assert len(episodes) == 1 and re.search(rf"{episodes.pop()} episodes .*groups of 8", readme)
+    assert len(episodes) == 1 and f"{episodes.pop()} episodes (4 tasks, groups of 8)" in prose
+    quoted = re.findall(r"\d+\.\d%", prose)
+    assert quoted and set(quoted) <= set(re.findall(r"\d+\.\d%", table))
