@@ -258,6 +258,8 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._initial_cells = list(cells)
         objects = [cell for cell in cells if cell is not None]
         objects += [cell.contains for cell in objects if cell.type == "box" and cell.contains is not None]
+        if self.world.carrying is not None:  # the PutNext*Carrying levels start with an object in hand
+            objects.append(self.world.carrying)
         self._objects = objects
         self._object_index = {id(obj): index for index, obj in enumerate(objects)}
         self._movable = [obj for obj in objects if obj.type in _CHANGING_TYPES]
