@@ -46,9 +46,17 @@ reward             weighted sum of (unweighted values in ``reward_components``),
                    −2 malformed (× 0.1 = +0.1 / −0.2). Not potential-based: a
                    per-turn format reward pays for stalling. Weights 0 / 0 / 0.2 / 0.1
   search_penalty   searches so far, on a search turn (MT-PPO's −0.1 × searches
-                   so far). Weights 0 / 0 / 0 / −0.1
+                   so far); under mt-ppo an invalid turn is charged as the
+                   search it did not make (searches so far + 1) and, on the
+                   last turn, outcome −1, as a last-turn search is (ours: the
+                   paper names no invalid-turn rule; without it stalling
+                   would cost less than searching). Weights 0 / 0 / 0 / −0.1
   invalid_action   1 when no action could be read (state unchanged).
-                   Weights −0.01 (verl-agent's) / 0 / 0 / 0
+                   Weights −0.01 (verl-agent's) / 0 / −0.01 / −0.01: the
+                   paper presets that pay intermediate turns get verl-agent's
+                   penalty too (ours), so an invalid turn never ties a
+                   search that found nothing; search-r1 pays no intermediate
+                   turn, so there both pay 0
 termination        an answer
 truncation         ``max_turns`` turns (default 4, Search-R1's evaluation; note
                    that Search-R1 adds one answer-only generation after its
@@ -109,9 +117,9 @@ PRESETS: dict[str, dict[str, float]] = {
     "search-r1": {"outcome": 1.0, "retrieval": 0.0, "tool_execution": 0.0, "format": 0.0,
                   "search_penalty": 0.0, "invalid_action": 0.0},
     "mt-grpo": {"outcome": 1.0, "retrieval": 0.5, "tool_execution": 0.2, "format": 0.2,
-                "search_penalty": 0.0, "invalid_action": 0.0},
+                "search_penalty": 0.0, "invalid_action": -0.01},
     "mt-ppo": {"outcome": 1.0, "retrieval": 0.3, "tool_execution": 0.0, "format": 0.1,
-               "search_penalty": -0.1, "invalid_action": 0.0},
+               "search_penalty": -0.1, "invalid_action": -0.01},
 }
 # Search-R1's qa_em_format scores (v0.3 scripts: structure 0.2, final 0.1, retrieval 0).
 SEARCH_R1_SCORES = {"score": 1.0, "structure_format": 0.2, "final_format": 0.1, "retrieval": 0.0}
@@ -302,6 +310,16 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         if self.reward_preset == "mt-ppo" and self.turn + 1 >= self.max_turns:
             components["outcome"] = -1.0  # the last turn passed without an answer
         return StepOutcome(f"\n\n<information>{docs.strip()}</information>\n\n", components)
+
+    def _invalid_turn_components(self, parsed: SearchParse) -> Mapping[str, float]:
+        if self.reward_preset != "mt-ppo":
+            return {}
+        # an invalid turn costs what the search it did not make would have cost, and on the last
+        # turn it ends the episode unanswered (-1), as a last-turn search does
+        charged = {"search_penalty": float(self._searches + 1)}
+        if self.turn + 1 >= self.max_turns:
+            charged["outcome"] = -1.0
+        return charged
 
     def _outcome(self) -> float:
         if self.reward_preset == "search-r1":
