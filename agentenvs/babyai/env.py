@@ -56,6 +56,12 @@ Privileged             level, seed, agent position and direction, positions
                        of the objects the mission names.
 Expert                 minigrid's ``BabyAIBot``, replanning every step
                        (:mod:`agentenvs.babyai.expert`).
+Known hacks            none under the default weights: ``progress`` is
+                       potential-based, so picking the object up and
+                       dropping it again nets 0; an invalid turn pays
+                       −0.1, below every action (0 besides progress,
+                       ``drop`` with empty hands included); ``format`` is
+                       weighted 0, as in BALROG and verl-agent
 =====================  ===================================================
 
 minigrid prints "Sampling rejected: ..." while it generates some levels; the

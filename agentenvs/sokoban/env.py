@@ -51,17 +51,10 @@ Known hacks            none under the default weights. Format pays every
                        valid turn (0.5), so a policy may take legal moves that
                        go nowhere: the step penalty and the turn limit cap that
                        at 0.2 a turn (0.4 in ``Sokoban-Verl``), far below the
-                       outcome's 10. Invalid turns pay less than any valid
-                       turn (format 0, a full turn of step penalty and
+                       outcome's 10. Every invalid turn pays less than every
+                       valid one (format 0, a full turn of step penalty,
                        invalid_action); box placement is potential-based, so
-                       pushing a box on and off a target nets 0. Before this
-                       rule an invalid turn paid +0.4, as much as a legal
-                       move in ``Sokoban-Verl`` and more than a full turn in
-                       ``Sokoban``. (RAGEN's Sokoban env,
-                       ``ragen/env/sokoban/env.py``, takes integer moves and
-                       charges gym-sokoban's −0.1 on each step it executes,
-                       blocked ones included; reading the text is left to its
-                       agent loop.)
+                       pushing a box on and off a target nets 0.
 Termination            all boxes on targets.
 Truncation             ``max_turns`` turns (MT-PPO setting: 3 turns × 3 moves;
                        ``Sokoban-Verl``: 15 turns × 1 move).
@@ -75,6 +68,15 @@ Tasks                  generated (see :mod:`agentenvs.sokoban.generator`): by
                        budget ``max_turns × max_actions_per_turn``, so every
                        task can be solved within the turn limit.
 =====================  ===========================================================
+
+Invalid turns changed in this release: they used to pay format 0.5 − 0.1
+invalid_action = +0.4, as much as a legal move in ``Sokoban-Verl`` and more
+than a full turn of three moves (0.2) in ``Sokoban``; success, score and the
+rewards of valid turns are unchanged, so the ids keep their version. RAGEN's
+Sokoban env (``ragen/env/sokoban/env.py``) takes integer moves and charges
+gym-sokoban's −0.1 on each step it executes, blocked ones included; reading
+the text is left to its agent loop, so the rule for unreadable turns here
+follows MT-PPO's text.
 """
 
 from __future__ import annotations
