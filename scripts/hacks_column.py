@@ -6,8 +6,8 @@ it. This script copies that row into the last column of the README's env
 table, row by row (the env of a row is the first id its first cell names;
 a row whose text equals the row above reads "as above").
 
-    python scripts/hacks_column.py            # print the column, one line per row
-    python scripts/hacks_column.py --write    # replace the column in README.md
+    python scripts/hacks_column.py            # print the table with the column filled
+    python scripts/hacks_column.py --write    # write it into README.md
     python scripts/hacks_column.py --check    # exit 1 when README.md differs
 
 ``tests/test_reward_hacking.py`` runs ``--check``'s comparison in the default suite.
@@ -15,7 +15,6 @@ a row whose text equals the row above reads "as above").
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import re
 import sys
@@ -25,9 +24,11 @@ import gymnasium as gym
 
 import agentenvs  # noqa: F401  (registers the ids)
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-START = "<!-- env-table:start (scripts/hacks_column.py --write fills the last column) -->"
-END = "<!-- env-table:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: readme_blocks
+from readme_blocks import Block, main  # noqa: E402
+
+BLOCK = Block("<!-- env-table:start (scripts/hacks_column.py --write fills the last column) -->",
+              "<!-- env-table:end -->")
 HEADER = "known hacks (default weights, each preset)"
 ROW_LABEL = "Known hacks"
 _RULE = re.compile(r"=+ +=+")
@@ -104,31 +105,8 @@ def table_with_column(table: str) -> str:
 
 def readme_table(readme: str) -> str:
     """The env table as README.md holds it now."""
-    start, end = readme.index(START) + len(START), readme.index(END)
-    return readme[start:end].strip("\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="replace the column in README.md")
-    mode.add_argument("--check", action="store_true", help="exit 1 when README.md differs")
-    args = parser.parse_args(argv)
-    readme = README.read_text(encoding="utf-8")
-    current = readme_table(readme)
-    table = table_with_column(current)
-    if not (args.write or args.check):
-        print("\n".join(_cells(row)[-1] for row in table.splitlines()[2:]))
-        return 0
-    if args.check:
-        if current != table:
-            print("README.md's known-hacks column differs from the env docstrings; run --write", file=sys.stderr)
-            return 1
-        return 0
-    start, end = readme.index(START) + len(START), readme.index(END)
-    README.write_text(f"{readme[:start]}\n{table}\n{readme[end:]}", encoding="utf-8")
-    return 0
+    return BLOCK.read(readme)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(BLOCK, table_with_column, __doc__.splitlines()[0]))
