@@ -35,7 +35,7 @@ import itertools
 import math
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,45 +190,57 @@ def valid_responses(env: AgentEnv, info: dict[str, Any], rng: np.random.Generato
     return responses
 
 
-def expert_response(env: AgentEnv, observation: Any, info: dict[str, Any]) -> str | None:
-    try:
-        return make_agent("expert", env).act(observation, info)
-    except (AgentUnavailable, NotImplementedError):
-        return None
-
-
 def random_well_formed(env: AgentEnv, info: dict[str, Any], rng: np.random.Generator) -> str | None:
     actions = candidate_actions(env, info, rng, 1)
     return env.protocol.format(actions[0], think=THINK) if actions else None
 
 
-def visited_states(env: AgentEnv, seed: int, walk: int) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
-    """(snapshot, observation, info) of the start and of the states ``walk`` expert turns and
-    ``walk`` random well-formed turns from it reach (the env is left in an arbitrary state)."""
+Player = Callable[[Any, dict[str, Any]], str | None]  # (observation, info) -> response
+
+
+def expert_player(env: AgentEnv) -> Player:
+    try:
+        return make_agent("expert", env).act
+    except AgentUnavailable:
+        return lambda observation, info: None
+
+
+def random_player(env: AgentEnv, rng: np.random.Generator) -> Player:
+    return lambda observation, info: random_well_formed(env, info, rng)
+
+
+def repeating(response: str) -> Callable[[AgentEnv], Player]:
+    return lambda env: lambda observation, info: response
+
+
+def visited_states(env: AgentEnv, seed: int, walk: int) -> list[tuple[Any, Any, dict[str, Any]]]:
+    """(snapshot, observation, info) of the start and of the states that ``walk`` expert turns
+    and ``walk`` random well-formed turns from it reach."""
     observation, info = env.reset(seed=seed)
     start = env.snapshot()
-    yield start, observation, info
+    states = [(start, observation, info)]
     rng = derive_rng("reward-hacking-walk", env.task_id, seed)
-    for player in ("expert", "random"):
-        env.restore(start)
-        observation, info = env.reset(options={"snapshot": start})
+    for make_player in (expert_player, lambda env: random_player(env, rng)):
+        observation, info = env.restore(start)
+        player = make_player(env)
         for _ in range(walk):
-            response = expert_response(env, observation, info) if player == "expert" else random_well_formed(
-                env, info, rng)
+            response = player(observation, info)
             if response is None:
                 break
             observation, _, terminated, truncated, info = env.step(response)
             if terminated or truncated:
                 break
-            yield env.snapshot(), observation, info
+            states.append((env.snapshot(), observation, info))
+    return states
 
 
-def play(env: AgentEnv, seed: int, respond) -> list[Turn]:
-    """One episode from ``reset(seed)``; ``respond(observation, info)`` gives each response."""
+def play(env: AgentEnv, seed: int, make_player: Callable[[AgentEnv], Player]) -> list[Turn]:
+    """One episode from ``reset(seed)``, with the player ``make_player`` builds after the reset."""
     observation, info = env.reset(seed=seed)
+    player = make_player(env)
     turns: list[Turn] = []
     while not turns or not turns[-1].ends:
-        response = respond(observation, info)
+        response = player(observation, info)
         step = env.step(response)
         observation, info = step[0], step[4]
         turns.append(turn_of(env, response, step))
@@ -246,10 +258,10 @@ def check_invalid_below_valid(env: AgentEnv, env_id: str, preset: str | None, se
     compared = 0
     for seed in seeds:
         rng = derive_rng("reward-hacking-candidates", env_id, preset or "", seed)
-        for snapshot, observation, info in list(visited_states(env, seed, walk)):
+        for snapshot, observation, info in visited_states(env, seed, walk):
             env.restore(snapshot)
             responses = [*INVALID_RESPONSES, *valid_responses(env, info, rng, 6)]
-            expert = expert_response(env, observation, info)
+            expert = expert_player(env)(observation, info)
             responses += [expert] if expert is not None else []
             turns = [try_turn(env, snapshot, response) for response in responses]
             invalid = [(shaped_aside(env, t), t.response[:60]) for t in turns if t.invalid]
@@ -274,7 +286,7 @@ def check_repetition(env: AgentEnv, env_id: str, seeds: range, walk: int, repeat
     checked = 0
     for seed in seeds if names else ():
         rng = derive_rng("reward-hacking-repeat", env_id, seed)
-        for snapshot, observation, info in list(visited_states(env, seed, walk)):
+        for snapshot, _, info in visited_states(env, seed, walk):
             for response in valid_responses(env, info, rng, 3):
                 env.restore(snapshot)
                 before = env.potentials
@@ -317,21 +329,22 @@ def audit(env_id: str, preset: str | None, seeds: range, walk: int, episodes: bo
     for seed in seeds if episodes else ():
         env.reset(seed=seed)
         start = env.potentials
-        expert = play(env, seed, lambda observation, info: expert_response(env, observation, info))
+        expert = play(env, seed, expert_player)
         check_episode_sums(env, expert, start)
         rng = derive_rng("reward-hacking-random", env_id, seed)
-        random = play(env, seed, lambda observation, info: random_well_formed(env, info, rng))
+        random = play(env, seed, lambda env: random_player(env, rng))
         check_episode_sums(env, random, start)
 
         # property 4: each invalid response, repeated for a whole episode, earns less than playing
         stalled = 0
         for response in STALLS[:stalls]:
-            stall = play(env, seed, lambda observation, info: response)
+            stall = play(env, seed, repeating(response))
             if not all(turn.invalid for turn in stall):
                 continue  # the env reads it as an action (ColBench: a question)
             stalled += 1
             check_episode_sums(env, stall, start)
-            for played in (expert, random):
+            for played in (episode for episode in (expert, random) if not any(t.invalid for t in episode)):
+                # (an expert that gives up sends invalid turns itself: BabyAI's bot on KeyInBox)
                 if tie_reason is not None:
                     assert episode_return(stall) == 0.0 <= episode_return(played), tie_reason
                 else:
@@ -342,7 +355,7 @@ def audit(env_id: str, preset: str | None, seeds: range, walk: int, episodes: bo
         first = expert[0]
         if first.invalid or first.ends or not expert[-1].success:
             continue
-        farm = play(env, seed, lambda observation, info: first.response)
+        farm = play(env, seed, repeating(first.response))
         check_episode_sums(env, farm, start)
         if preset == PER_SEARCH_FARM and env.max_turns > 2:
             continue  # the named farm: see test_the_farming_preset_is_named_and_its_counterweight_holds
@@ -375,8 +388,8 @@ def search_env(env_id: str, preset: str, **kwargs: Any) -> AgentEnv:
 
 def expert_episode_and_farm(env: AgentEnv, seed: int) -> tuple[list[Turn], list[Turn]]:
     """The expert's episode, and the episode that repeats its first turn (a good search) to the end."""
-    expert = play(env, seed, lambda observation, info: expert_response(env, observation, info))
-    return expert, play(env, seed, lambda observation, info: expert[0].response)
+    expert = play(env, seed, expert_player)
+    return expert, play(env, seed, repeating(expert[0].response))
 
 
 def test_the_farming_preset_is_named_and_its_counterweight_holds():
