@@ -378,7 +378,9 @@ def test_no_invalid_stalling_or_repeated_turn_pays_as_much_as_playing(case):
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_no_invalid_stalling_or_repeated_turn_pays_as_much_as_playing_long(case):
     env_id, preset = case
-    audit(env_id, preset, seeds=range(3), walk=6, episodes=True, stalls=len(STALLS))
+    variant = env_id in VARIANTS  # 97 BabyAI levels: fewer of their long stalling episodes
+    audit(env_id, preset, seeds=range(2 if variant else 3), walk=6, episodes=True,
+          stalls=2 if variant else len(STALLS))
 
 
 # ------------------------------------------------------- named hacks and docs
