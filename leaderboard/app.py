@@ -10,19 +10,30 @@ route                                  what it does
                                        and the problems found
 ``GET /``                              the board (verified submissions)
 ``GET /submissions/{id}``              one submission with replayed transcripts
+``GET /submit``                        how to submit: the three commands
 =====================================  ==========================================
 
 Uploads are refused before any work: 401 without a token, 403 for a wrong
-one, 429 past the per-token rate limit, 413 over the size limit (checked
+one, 429 once a client has failed to authenticate ``failed_auths_per_window``
+times (checked before the token, so guessing is throttled per client
+address) or a token has used its quota, 413 over the size limit (checked
 while reading, whatever the ``Content-Length`` says), 400 for a body that is
-not JSON, 422 for one that breaks the schema. Verification runs on a worker
-thread, one submission at a time, so uploads and page views never wait for
-it; submissions still pending when the app stops are verified after restart.
+not JSON (``NaN`` and nesting past Python's recursion limit included), 422
+for one that breaks the schema or claims a ``created`` time later than the
+board's clock. Only stored uploads use up a token's quota: refused bodies do
+not. Ids outside ``1 … 2**53 - 1`` answer 422.
+
+Verification runs on a worker thread, one submission at a time, so uploads
+and page views never wait for it; submissions still pending when the app
+stops are verified after restart. A verification that raises ends the
+submission rejected with the error as its reason (counted in
+``worker.failures`` and logged), so none stays pending.
 """
 
 from __future__ import annotations
 
 import collections
+import datetime
 import hmac
 import json
 import logging
@@ -32,11 +43,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from agentenvs.agents.bundle import BundleError, validate
-from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page
+from agentenvs.agents.bundle import MAX_INTEGER, BundleError, validate
+from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
 from leaderboard.store import Store
 from leaderboard.verify import verify_submission
 
@@ -45,10 +56,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Limits:
-    """Upload limits: bytes per body; uploads per token per window."""
+    """Upload limits: bytes per body; stored uploads per token and failed authentications per client, per window."""
 
     max_bytes: int = 32 * 1024 * 1024
     uploads_per_window: int = 10
+    failed_auths_per_window: int = 20
     window_s: float = 3600.0
 
 
@@ -60,12 +72,22 @@ class RateLimiter:
         self.events: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self.lock = threading.Lock()
 
+    def _recent(self, key: str, now: float) -> collections.deque[float]:
+        events = self.events[key]
+        while events and now - events[0] > self.window_s:
+            events.popleft()
+        return events
+
+    def exhausted(self, key: str) -> bool:
+        """Whether ``key`` has used up the window (records nothing)."""
+        with self.lock:
+            return len(self._recent(key, time.monotonic())) >= self.limit
+
     def allow(self, key: str) -> bool:
+        """Record one event for ``key`` unless that would pass the limit; whether it was recorded."""
         now = time.monotonic()
         with self.lock:
-            events = self.events[key]
-            while events and now - events[0] > self.window_s:
-                events.popleft()
+            events = self._recent(key, now)
             if len(events) >= self.limit:
                 return False
             events.append(now)
@@ -97,14 +119,33 @@ class VerificationWorker:
         while True:
             submission_id = self.queue.get()
             try:
-                document = self.store.document(submission_id)
-                verdict = verify_submission(document, backend=self.backend, num_workers=self.num_workers)
-                self.store.finish(submission_id, verdict)
-            except Exception:  # counted and logged; the submission stays pending for a restart
+                self._verify(submission_id)
+            except Exception:  # the store itself failed: counted and logged, the thread goes on
                 self.failures += 1
-                log.exception("verifying submission %s failed", submission_id)
+                log.exception("recording the verdict of submission %s failed", submission_id)
             finally:
                 self.queue.task_done()
+
+    def _verify(self, submission_id: int) -> None:
+        try:
+            document = self.store.document(submission_id)
+            verdict = verify_submission(document, backend=self.backend, num_workers=self.num_workers)
+            self.store.finish(submission_id, verdict)
+        except Exception as exc:  # counted, logged, and the submission's reason: it never stays pending
+            self.failures += 1
+            log.exception("verifying submission %s failed", submission_id)
+            self.store.reject(submission_id, f"verification failed on the board: {type(exc).__name__}: {exc}")
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+SubmissionId = Path(ge=1, le=MAX_INTEGER, description="a submission id")
 
 
 def _html(text: str) -> HTMLResponse:
@@ -131,19 +172,25 @@ def create_app(
     accepted = [token for token in tokens if token]
     if not accepted:
         raise ValueError("the board needs at least one upload token")
-    limiter = RateLimiter(limits.uploads_per_window, limits.window_s)
+    uploads = RateLimiter(limits.uploads_per_window, limits.window_s)
+    failed_auths = RateLimiter(limits.failed_auths_per_window, limits.window_s)
     worker = VerificationWorker(store, verify_backend, verify_workers)
     app = FastAPI(title="agentenvs leaderboard", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.worker = store, worker
     worker.start()
 
     def authenticate(request: Request) -> str:
+        client = request.client.host if request.client else "unknown"
+        if failed_auths.exhausted(client):
+            raise HTTPException(429, "too many failed authentications from this address; try again later")
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
+            failed_auths.allow(client)
             raise HTTPException(401, "an upload token is required (Authorization: Bearer TOKEN)")
         for known in accepted:
             if hmac.compare_digest(token.encode(), known.encode()):
                 return known
+        failed_auths.allow(client)
         raise HTTPException(403, "unknown upload token")
 
     async def bounded_body(request: Request) -> bytes:
@@ -161,24 +208,29 @@ def create_app(
     @app.post("/submissions", status_code=202)
     async def submit(request: Request) -> JSONResponse:
         token = authenticate(request)
-        if not limiter.allow(token):
+        if uploads.exhausted(token):
             raise HTTPException(429, "too many uploads; try again later")
         body = await bounded_body(request)
         try:
-            document = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise HTTPException(400, f"the body is not JSON: {exc}") from None
+            document = json.loads(body, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise HTTPException(400, f"the body is not JSON: {type(exc).__name__}: {exc}") from None
         try:
             validate("submission", document)
         except BundleError as exc:
             raise HTTPException(422, str(exc)) from None
+        now = _utc_now()
+        if document["metadata"]["created"] > now:
+            raise HTTPException(422, f"metadata.created {document['metadata']['created']} is later than now ({now})")
+        if not uploads.allow(token):
+            raise HTTPException(429, "too many uploads; try again later")
         submitter = f"token-{accepted.index(token)}"
         submission_id = store.add_pending(document, submitter)
         worker.submit(submission_id)
         return JSONResponse({"id": submission_id, "status": "pending"}, status_code=202)
 
     @app.get("/submissions/{submission_id}/status")
-    def status(submission_id: int) -> JSONResponse:
+    def status(submission_id: int = SubmissionId) -> JSONResponse:
         row = store.submission(submission_id)
         if row is None:
             raise HTTPException(404, "no such submission")
@@ -186,10 +238,14 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse)
     def board() -> HTMLResponse:
-        return _html(board_page(store.board(), lambda submission_id: f"submissions/{submission_id}"))
+        return _html(board_page(store.board(), lambda submission_id: f"submissions/{submission_id}", "submit"))
+
+    @app.get("/submit", response_class=HTMLResponse)
+    def how_to_submit() -> HTMLResponse:
+        return _html(submit_page(board_link="./"))
 
     @app.get("/submissions/{submission_id}", response_class=HTMLResponse)
-    def submission(submission_id: int) -> HTMLResponse:
+    def submission(submission_id: int = SubmissionId) -> HTMLResponse:
         row = store.submission(submission_id)
         if row is None:
             raise HTTPException(404, "no such submission")

@@ -82,7 +82,7 @@ def test_upload_is_verified_by_the_worker_and_shown_on_the_board(tmp_path, rando
     assert board.status_code == 200 and "script-src 'sha256-" in board.headers["content-security-policy"]
     assert (
         "random" in board.text
-        and "✔ replayed" in board.text
+        and "re-checked by replay" in board.text
         and f"submissions/{rejected_id}" not in board.text
     )
     page = client.get(f"/submissions/{accepted.json()['id']}")
