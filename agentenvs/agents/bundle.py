@@ -27,8 +27,8 @@ schema, :func:`validate` enforces what JSON Schema cannot say:
 * a display name (``format: agentenvs-name``: model, size, agent) has no
   control, format (zero-width, bidi override), private-use or unassigned
   character, no whitespace but single inner spaces, is in NFKC form (no
-  fullwidth or ligature look-alikes) and spells its letters in one script
-  (no Latin name with a Cyrillic ``е``);
+  fullwidth or ligature look-alikes) and does not mix Latin, Cyrillic and
+  Greek letters (no Latin name with a Cyrillic ``е``);
 * ``package_version`` is a PEP 440 version (``created``, a UTC timestamp
   ``YYYY-MM-DDTHH:MM:SSZ`` of a real date, is the schema's ``date-time``).
 """
@@ -216,6 +216,10 @@ def validate(kind: str, data: Any) -> None:
         raise BundleError(f"{kind}: {problem[:300]}")
 
 
+# scripts whose letters pass for each other (Latin "e", Cyrillic "е", Greek "ε"): one name uses one of them
+LOOK_ALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
+
+
 def name_problem(text: str) -> str | None:
     """Why ``text`` cannot be shown as a name (see the module docstring), or None."""
     for character in text:
@@ -227,9 +231,9 @@ def name_problem(text: str) -> str | None:
         return "leading, trailing or doubled spaces"
     if unicodedata.normalize("NFKC", text) != text:
         return "not in NFKC form (compatibility look-alikes such as fullwidth letters)"
-    scripts = {unicodedata.name(c).split()[0] for c in text if c.isalpha()}
+    scripts = {unicodedata.name(c).split()[0] for c in text if c.isalpha()} & LOOK_ALIKE_SCRIPTS
     if len(scripts) > 1:
-        return f"letters of several scripts ({', '.join(sorted(scripts))}) can pass for another name"
+        return f"letters of look-alike scripts ({', '.join(sorted(scripts))}) can pass for another name"
     return None
 
 

@@ -1,0 +1,247 @@
+"""Schema-valid tricks of a hostile submitter: each is refused with a reason or stored and served.
+
+No document may make a page answer 500, leave a submission pending, or pass
+for another row. The last test fuzzes mutated bundles with hypothesis.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentenvs.agents.bundle import MAX_INTEGER, BundleError, name_problem, validate
+from agentenvs.agents.panel import PANELS
+from leaderboard.app import Limits, create_app
+from leaderboard.cli import export
+from leaderboard.pages import board_page, size_bucket
+from leaderboard.reported import REPORTED
+from leaderboard.seed import scripted_document
+from leaderboard.store import Store
+from leaderboard.verify import verify_submission
+
+TOKEN = "upload-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SOKOBAN, TEXTCRAFT = "agentenvs/Sokoban-v0", "agentenvs/TextCraft-v0"
+
+
+@pytest.fixture(scope="module")
+def expert():
+    return scripted_document([SOKOBAN], "expert", PANELS["smoke"])
+
+
+@pytest.fixture(scope="module")
+def random_two_envs():
+    return scripted_document([SOKOBAN, TEXTCRAFT], "random", PANELS["smoke"])
+
+
+@pytest.fixture
+def app(tmp_path):
+    return create_app(Store(tmp_path / "board.sqlite"), [TOKEN], Limits(uploads_per_window=50))
+
+
+def edited(document, path, value):
+    document = copy.deepcopy(document)
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
+
+
+def renamed(document, name):
+    document = edited(document, ("metadata", "model"), name)
+    for episode in document["episodes"]:
+        episode["agent"] = name
+    return document
+
+
+def refused(client, document, phrase):
+    reply = client.post("/submissions", content=json.dumps(document).encode(), headers=AUTH)
+    assert reply.status_code == 422, reply.text
+    assert phrase in reply.json()["detail"], reply.json()["detail"]
+
+
+# ------------------------------------------------------------------ 1–3: values the schema let through
+def test_a_lone_surrogate_anywhere_is_refused_with_a_reason(app, expert):
+    client = TestClient(app)
+    refused(client, edited(expert, ("episodes", 0, "responses", 0), "<think>\ud800</think>"), "lone surrogate")
+    refused(client, renamed(expert, "\ud800"), "lone surrogate")
+    refused(client, edited(expert, ("episodes", 0, "component_sums"), {"\udfff": 0.0}), "lone surrogate")
+    with pytest.raises(BundleError, match="not valid Unicode"):
+        validate("episode", edited(expert["episodes"][0], ("task_id",), "t\ud800"))
+
+
+def test_integers_are_exact_and_bounded(app, expert):
+    client = TestClient(app)
+    refused(client, edited(expert, ("episodes", 0, "seed"), 0.0), "seed 0.0 is not an exact integer")
+    refused(client, edited(expert, ("episodes", 0, "prompt_tokens"), 10**30), "smaller than or equal to")
+    refused(client, edited(expert, ("summary", "overall", "envs"), 1.0), "not an exact integer")
+    edge = edited(expert, ("episodes", 0, "completion_tokens"), MAX_INTEGER)
+    validate("submission", edge)  # the bound itself is stored exactly
+    store = Store(app.state.store.path)
+    verdict = verify_submission(edge)
+    assert not verdict.verified  # the summary's token total no longer follows
+    submission_id = store.add_pending(edge, "test")
+    store.finish(submission_id, verdict)
+    assert store.submission(submission_id)["status"] == "rejected"
+
+
+def test_a_worker_error_ends_the_submission_rejected_with_its_reason(tmp_path, expert):
+    class FullDisk(Store):
+        def finish(self, submission_id, verdict):
+            raise OSError("database or disk is full")
+
+    store = FullDisk(tmp_path / "board.sqlite")
+    submission_id = store.add_pending(expert, "test")
+    app = create_app(store, [TOKEN])
+    app.state.worker.wait_idle()
+    row = Store(tmp_path / "board.sqlite").submission(submission_id)
+    assert row["status"] == "rejected" and app.state.worker.failures == 1
+    assert row["problems"] == ["verification failed on the board: OSError: database or disk is full"]
+    assert TestClient(app).get(f"/submissions/{submission_id}").status_code == 200
+
+
+# ------------------------------------------------------------------ 4: 4xx, never 500
+def test_bad_requests_answer_4xx_with_a_reason(app, expert):
+    client = TestClient(app, raise_server_exceptions=False)
+    for path in ("/submissions/" + "9" * 23, "/submissions/" + "9" * 23 + "/status", "/submissions/0"):
+        reply = client.get(path)
+        assert reply.status_code == 422 and re.search(r"(less|greater) than or equal", reply.text)
+    nested = b"[" * 200_000 + b"]" * 200_000
+    reply = client.post("/submissions", content=nested, headers=AUTH)
+    assert reply.status_code == 400 and "RecursionError" in reply.json()["detail"]
+    not_a_number = json.dumps(edited(expert, ("episodes", 0, "model_s"), float("nan")))
+    reply = client.post("/submissions", content=not_a_number.encode(), headers=AUTH)
+    assert reply.status_code == 400 and "NaN is not JSON" in reply.json()["detail"]
+    refused(client, renamed(expert, "\ud800"), "lone surrogate")
+
+
+# ------------------------------------------------------------------ 5: like is ranked with like
+def test_a_partial_panel_is_ranked_only_against_its_own_env_set(app, expert, random_two_envs):
+    client = TestClient(app)
+    small = renamed(expert, "tiny-0.5B")
+    small["metadata"]["model_size"] = "0.5B"
+    ids = [client.post("/submissions", json=doc, headers=AUTH).json()["id"] for doc in (random_two_envs, small)]
+    app.state.worker.wait_idle()
+    page = client.get("/").text
+    sections = re.findall(r'<section data-panel="smoke">(.*?)</section>', page, re.DOTALL)
+    assert len(sections) == 2  # one table per env set, the larger set first
+    assert "2 envs" in sections[0] and f"submissions/{ids[0]}" in sections[0] and "tiny-0.5B" not in sections[0]
+    assert "1 envs" in sections[1] and f"submissions/{ids[1]}" in sections[1]
+    header = re.search(r"<thead>(.*?)</thead>", sections[0]).group(1)
+    assert re.findall(r">(\w+)</th>", header)[-2:] == ["Sokoban", "TextCraft"]  # one column per family
+
+
+def test_the_search_ids_are_one_family():
+    import agentenvs
+    from leaderboard.verify import family_of
+
+    search_ids = [env_id for env_id in agentenvs.ENV_IDS if env_id.startswith("agentenvs/Search")]
+    assert len(search_ids) >= 8 and {family_of(env_id) for env_id in search_ids} == {"Search"}
+    assert family_of("agentenvs/BabyAI-GoToObj-v0") == "BabyAI" and family_of(SOKOBAN) == "Sokoban"
+
+
+# ------------------------------------------------------------------ 6: claims
+def test_versions_are_checked_and_dates_labelled_as_claimed(app, expert):
+    client = TestClient(app)
+    refused(client, edited(expert, ("metadata", "package_version"), "99.0.0-not-this"), "not a PEP 440 version")
+    refused(client, edited(expert, ("metadata", "created"), "2099-12-31"), "must match pattern")
+    refused(client, edited(expert, ("metadata", "created"), "2099-12-31T00:00:00Z"), "later than now")
+    other = edited(expert, ("metadata", "package_version"), "0.0.1")
+    submission_id = client.post("/submissions", json=other, headers=AUTH).json()["id"]
+    honest_id = client.post("/submissions", json=expert, headers=AUTH).json()["id"]
+    app.state.worker.wait_idle()
+    status = client.get(f"/submissions/{submission_id}/status").json()
+    assert status["status"] == "rejected" and "this board replays agentenvs" in status["problems"][0]
+    page = client.get(f"/submissions/{honest_id}").text
+    assert f"{expert['metadata']['created']} (claimed by the submitter, not checked)" in page
+    assert "(the board&#x27;s clock)" in page and "checked: the panel digests are this board" in page
+
+
+# ------------------------------------------------------------------ 7: look-alikes
+@pytest.mark.parametrize(
+    "name",
+    ["expert\u200b", "\u202eexpert", "exp\x00ert", "\x1b[31mexpert", "\u0435xpert", "ｅｘｐｅｒｔ", " expert", "ex\npert"],
+)
+def test_look_alike_names_are_refused(app, expert, name):
+    assert name_problem(name) is not None
+    refused(TestClient(app), renamed(expert, name), "data.metadata.model")
+
+
+def test_plain_names_pass_and_uploads_never_pass_for_the_seeded_baseline(app, expert):
+    for name in ("Qwen/Qwen2.5-7B-Instruct", "Llama-3.1 8B", "ミストラル-7B", "GPT-4o (2024-08-06)"):
+        assert name_problem(name) is None, name
+    store = app.state.store
+    store.finish(store.add_pending(expert, "seed"), verify_submission(expert))
+    client = TestClient(app)
+    uploaded = client.post("/submissions", json=expert, headers=AUTH).json()["id"]
+    app.state.worker.wait_idle()
+    cells = re.findall(r'<td class="model".*?</td>', client.get("/").text)
+    assert len(cells) == 2
+    assert sum("board baseline" in cell for cell in cells) == 1
+    assert sum(f'<span class="tag">#{uploaded}</span>' in cell for cell in cells) == 1
+
+
+# ------------------------------------------------------------------ 8: the rate limit
+def test_failed_authentications_are_throttled_per_client_and_refused_bodies_cost_no_quota(tmp_path, expert):
+    app = create_app(
+        Store(tmp_path / "board.sqlite"), [TOKEN], Limits(uploads_per_window=2, failed_auths_per_window=5)
+    )
+    client = TestClient(app)
+    guesses = [
+        client.post("/submissions", json={}, headers={"Authorization": f"Bearer guess-{i}"}).status_code
+        for i in range(8)
+    ]
+    assert guesses == [403] * 5 + [429] * 3
+    assert client.post("/submissions", json=expert, headers=AUTH).status_code == 429  # this client is locked out
+    other = TestClient(app, client=("203.0.113.9", 50000))
+    assert [other.post("/submissions", content=b"{oops", headers=AUTH).status_code for _ in range(10)] == [400] * 10
+    assert [other.post("/submissions", json=expert, headers=AUTH).status_code for _ in range(3)] == [202, 202, 429]
+
+
+# ------------------------------------------------------------------ the board reads like a board
+def test_filters_work_without_script_and_reported_numbers_are_never_ranked(app, expert):
+    assert [size_bucket(s) for s in ("0.5B", "7b", "350M", "13B", "70B", "", "big")] == [
+        "under3b", "3to10b", "under3b", "10to40b", "over40b", "unknown", "unknown",
+    ]  # fmt: skip
+    page = board_page([], lambda i: str(i), "submit")
+    for value in ("under3b", "openai", "scripted", "reported", "test", "smoke"):
+        assert f'id="{value}' in page or f'-{value}"' in page
+    assert '#kind-reported:checked ~ .boards tr[data-kind]:not([data-kind="reported"])' in page
+    reported = re.search(r'<section class="reported">(.*?)</section>', page, re.DOTALL).group(1)
+    assert reported.count("reported, not replayed") == len(REPORTED) and "sortable" not in reported
+    for method, value in (("GiGPO", "90.2–90.8"), ("MT-GRPO", "0.5010"), ("SWEET-RL", "56.8 / 40.4")):
+        assert any(r.method == method and r.value == value for r in REPORTED)
+        assert f"<td>{method}</td>" in reported and value in reported
+
+
+def test_submission_page_charts_family_scores_and_export_writes_every_page(tmp_path, app, random_two_envs):
+    client = TestClient(app)
+    submission_id = client.post("/submissions", json=random_two_envs, headers=AUTH).json()["id"]
+    app.state.worker.wait_idle()
+    page = client.get(f"/submissions/{submission_id}").text
+    chart = re.search(r'<svg class="chart".*?</svg>', page, re.DOTALL).group(0)
+    assert chart.count('class="bar"') == 2 and chart.count('class="interval"') == 2
+    families = app.state.store.submission(submission_id)["families"]
+    assert set(families) == {"Sokoban", "TextCraft"} and f"{families['Sokoban']['score']['mean']:.3f}" in chart
+    how = client.get("/submit")
+    assert how.status_code == 200 and how.text.count("<pre>") == 3 and "leaderboard submit" in how.text
+    assert export(app.state.store, tmp_path / "site") == 1
+    assert (tmp_path / "site" / "submit.html").read_text().count("<pre>") == 3
+    assert '<svg class="chart"' in (tmp_path / "site" / "submissions" / f"{submission_id}.html").read_text()
+
+
+def test_the_submit_page_commands_are_the_readme_s():
+    from pathlib import Path
+
+    from leaderboard.pages import SUBMIT_COMMANDS
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for command in SUBMIT_COMMANDS:
+        assert command in readme
