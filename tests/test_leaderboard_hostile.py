@@ -12,7 +12,7 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agentenvs.agents.bundle import MAX_INTEGER, BundleError, name_problem, validate
@@ -245,3 +245,97 @@ def test_the_submit_page_commands_are_the_readme_s():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     for command in SUBMIT_COMMANDS:
         assert command in readme
+
+
+# ------------------------------------------------------------------ the fuzz test
+HOSTILE_TEXT = ["\ud800", "expert\u200b", "\u202eexpert", "\x00", "\x1b[31m", "", " ", "ｅ", "a" * 50_000, "0.0"]
+RAW_JSON = ["[" * 200_000 + "]" * 200_000, "NaN", "-Infinity", "1e999", "1" * 40, '{"a":' * 5000 + "1" + "}" * 5000]
+PLACEHOLDER = "\x00raw-json-goes-here\x00"
+VALUES = st.one_of(
+    st.sampled_from(HOSTILE_TEXT),
+    st.text(max_size=20),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.floats(allow_nan=False, allow_infinity=False), max_size=2),
+)
+MUTATIONS = st.one_of(
+    VALUES.map(lambda value: ("set", value)),
+    st.sampled_from(RAW_JSON).map(lambda raw: ("raw", raw)),
+    st.just(("delete", None)),
+)
+# fields replay does not check: mutations there reach the stored, served board
+UNCHECKED = [("metadata", "model_size"), ("metadata", "created"), ("episodes", 0, "model_s"), ("episodes", 1, "env_s")]
+RENAME = ("metadata", "model")  # renames the model and every episode's agent together
+WELL_TYPED = st.one_of(
+    st.tuples(st.just(RENAME), st.text(min_size=1, max_size=30).map(lambda name: ("set", name))),
+    st.tuples(st.just(("metadata", "model_size")), st.text(max_size=12).map(lambda size: ("set", size))),
+    st.tuples(st.just(("episodes", 0, "model_s")), st.floats(0, 1e308).map(lambda s: ("set", s))),
+)
+
+
+def leaf_paths(data, path=()):
+    """Every path into the document: object members and list items (the first two of each list)."""
+    children = data.items() if isinstance(data, dict) else enumerate(data[:2]) if isinstance(data, list) else ()
+    for key, value in children:
+        yield (*path, key)
+        yield from leaf_paths(value, (*path, key))
+
+
+def mutated_body(document, mutations) -> bytes:
+    document = copy.deepcopy(document)
+    raws = []
+    for path, (kind, value) in mutations:
+        if path == RENAME and kind == "set":
+            for episode in document.get("episodes", [])[:3] if isinstance(document.get("episodes"), list) else []:
+                if isinstance(episode, dict):
+                    episode["agent"] = value
+        target = document
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            if kind == "delete":
+                del target[path[-1]]
+            else:
+                target[path[-1]] = PLACEHOLDER if kind == "raw" else value
+        except (KeyError, IndexError, TypeError):  # an earlier mutation removed or replaced the path
+            continue
+        if kind == "raw":
+            raws.append(value)
+    text = json.dumps(document)
+    for raw in raws:
+        text = text.replace(json.dumps(PLACEHOLDER), raw, 1)
+    return text.encode()
+
+
+@pytest.fixture(scope="module")
+def fuzz_board(tmp_path_factory, expert):
+    folder = tmp_path_factory.mktemp("fuzz")
+    app = create_app(Store(folder / "board.sqlite"), [TOKEN], Limits(uploads_per_window=10**6))
+    return app, TestClient(app, raise_server_exceptions=False), folder, list(leaf_paths(expert))
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_mutated_bundles_are_refused_with_a_reason_or_stored_and_served(fuzz_board, expert, data):
+    app, client, folder, paths = fuzz_board
+    where = st.one_of(st.sampled_from(paths), st.sampled_from([*UNCHECKED, RENAME]))
+    mutations = data.draw(st.lists(st.one_of(st.tuples(where, MUTATIONS), WELL_TYPED), min_size=1, max_size=3))
+    reply = client.post("/submissions", content=mutated_body(expert, mutations), headers=AUTH)
+    assert reply.status_code in (202, 400, 422), reply.text
+    event(f"answered {reply.status_code}")
+    if reply.status_code != 202:
+        assert reply.json()["detail"]  # the reason
+        return
+    submission_id = reply.json()["id"]
+    app.state.worker.wait_idle()
+    status = client.get(f"/submissions/{submission_id}/status")
+    assert status.status_code == 200 and status.json()["status"] in ("verified", "rejected")
+    assert status.json()["status"] == "verified" or status.json()["problems"]
+    event(status.json()["status"])
+    for path in ("/", f"/submissions/{submission_id}", "/submit"):
+        assert client.get(path).status_code == 200, path
+    assert export(app.state.store, folder / "site") == len(app.state.store.board())
