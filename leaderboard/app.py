@@ -44,7 +44,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fastapi import FastAPI, HTTPException, Path, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from agentenvs.agents.bundle import MAX_INTEGER, BundleError, validate
 from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
@@ -239,6 +239,10 @@ def create_app(
     @app.get("/", response_class=HTMLResponse)
     def board() -> HTMLResponse:
         return _html(board_page(store.board(), lambda submission_id: f"submissions/{submission_id}", "submit"))
+
+    @app.get("/favicon.ico")
+    def no_icon() -> Response:  # browsers ask for one; a 404 would be a console error on every page
+        return Response(status_code=204)
 
     @app.get("/submit", response_class=HTMLResponse)
     def how_to_submit() -> HTMLResponse:

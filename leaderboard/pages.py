@@ -53,10 +53,13 @@ document.querySelectorAll("table.sortable th[data-column]").forEach(function (he
 });
 """
 SCRIPT_HASH = base64.b64encode(hashlib.sha256(SORT_SCRIPT.encode()).digest()).decode()
-CONTENT_SECURITY_POLICY = (
+# the policy a page states in its <meta> element; the app also sends it as a header, with
+# frame-ancestors, which browsers honour only in a header (and report as an error in a <meta>)
+DOCUMENT_POLICY = (
     f"default-src 'none'; script-src 'sha256-{SCRIPT_HASH}'; style-src 'unsafe-inline'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src 'self'; base-uri 'none'; form-action 'none'"
 )
+CONTENT_SECURITY_POLICY = f"{DOCUMENT_POLICY}; frame-ancestors 'none'"
 SIZE_BUCKETS: tuple[tuple[str, str, float], ...] = (
     # (key, label, upper bound in billions of parameters, exclusive)
     ("under3b", "< 3B", 3.0),
@@ -119,7 +122,7 @@ def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta http-equiv="Content-Security-Policy" content="{escape(CONTENT_SECURITY_POLICY)}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{escape(DOCUMENT_POLICY)}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>\n<body>\n{body}\n"
         f"<script>{SORT_SCRIPT}</script>\n</body></html>\n"
     )
@@ -157,6 +160,10 @@ def _families(env_ids: Sequence[str]) -> dict[str, list[str]]:
     for env_id in env_ids:
         families.setdefault(family_of(env_id), []).append(env_id)
     return dict(sorted(families.items()))
+
+
+def _counted(count: int, singular: str, plural: str) -> str:
+    return f"{count} {singular if count == 1 else plural}"
 
 
 def _short(env_id: str) -> str:
@@ -199,8 +206,9 @@ def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str,
         )
     envs = ", ".join(_short(env_id) for env_id in env_ids)
     return (
-        f'<section data-panel="{escape(panel)}"><h2>Panel {escape(panel)} · {len(families)} families, '
-        f'{len(env_ids)} envs</h2><p class="ci">{escape(envs)}</p>'
+        f'<section data-panel="{escape(panel)}"><h2>Panel {escape(panel)} · '
+        f"{_counted(len(families), 'family', 'families')}, {_counted(len(env_ids), 'env', 'envs')}</h2>"
+        f'<p class="ci">{escape(envs)}</p>'
         f'<table class="sortable board"><thead><tr>{head}</tr></thead>'
         f"<tbody>\n{chr(10).join(lines)}\n</tbody></table></section>"
     )
@@ -292,7 +300,7 @@ def score_chart(families: Mapping[str, Mapping[str, Any]]) -> str:
             f'M{x(score["low"]):.1f} {middle - 5}V{middle + 5}M{x(score["high"]):.1f} {middle - 5}V{middle + 5}" '
             f'stroke="#222" stroke-width="1.5" fill="none"/>'
             f'<text x="{label_width + bar_width + 8}" y="{middle + 4}">{score["mean"]:.3f} '
-            f'[{score["low"]:.3f}, {score["high"]:.3f}], {entry["envs"]} env{"s" * (entry["envs"] != 1)}</text>'
+            f'[{score["low"]:.3f}, {score["high"]:.3f}], {_counted(entry["envs"], "env", "envs")}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -133,7 +133,7 @@ def test_a_partial_panel_is_ranked_only_against_its_own_env_set(app, expert, ran
     sections = re.findall(r'<section data-panel="smoke">(.*?)</section>', page, re.DOTALL)
     assert len(sections) == 2  # one table per env set, the larger set first
     assert "2 envs" in sections[0] and f"submissions/{ids[0]}" in sections[0] and "tiny-0.5B" not in sections[0]
-    assert "1 envs" in sections[1] and f"submissions/{ids[1]}" in sections[1]
+    assert "1 family, 1 env<" in sections[1] and f"submissions/{ids[1]}" in sections[1]
     header = re.search(r"<thead>(.*?)</thead>", sections[0]).group(1)
     assert re.findall(r">(\w+)</th>", header)[-2:] == ["Sokoban", "TextCraft"]  # one column per family
 
