@@ -237,12 +237,18 @@ def test_submission_page_charts_family_scores_and_export_writes_every_page(tmp_p
     assert '<svg class="chart"' in (tmp_path / "site" / "submissions" / f"{submission_id}.html").read_text()
 
 
-def test_the_submit_page_commands_are_the_readme_s():
+def test_the_readme_states_the_board_s_limits_and_the_submit_page_s_commands():
     from pathlib import Path
 
+    from agentenvs.search.env import QUERY_MAX_CHARS, QUERY_MAX_WORDS
     from leaderboard.pages import SUBMIT_COMMANDS
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    limits = Limits()
+    assert f"{limits.max_bytes // 2**20} MB limit, {limits.uploads_per_window} stored uploads per token" in readme
+    assert f"{limits.failed_auths_per_window} failed authentications per client" in readme
+    assert limits.window_s == 3600 and MAX_INTEGER == 2**53 - 1 and "2⁵³ − 1" in readme
+    assert f"cuts a query to {QUERY_MAX_WORDS} words and {QUERY_MAX_CHARS:,} characters" in readme
     for command in SUBMIT_COMMANDS:
         assert command in readme
 
