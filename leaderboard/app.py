@@ -221,7 +221,9 @@ def create_app(
             raise HTTPException(422, str(exc)) from None
         now = _utc_now()
         if document["metadata"]["created"] > now:
-            raise HTTPException(422, f"metadata.created {document['metadata']['created']} is later than now ({now})")
+            raise HTTPException(
+                422, f"metadata.created {document['metadata']['created']} is later than now ({now})"
+            )
         if not uploads.allow(token):
             raise HTTPException(429, "too many uploads; try again later")
         submitter = f"token-{accepted.index(token)}"
@@ -238,7 +240,9 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse)
     def board() -> HTMLResponse:
-        return _html(board_page(store.board(), lambda submission_id: f"submissions/{submission_id}", "submit"))
+        return _html(
+            board_page(store.board(), lambda submission_id: f"submissions/{submission_id}", "submit")
+        )
 
     @app.get("/favicon.ico")
     def no_icon() -> Response:  # browsers ask for one; a 404 would be a console error on every page

@@ -98,8 +98,7 @@ def _filter_css() -> str:
     return "\n".join(rules)
 
 
-STYLE = (
-    """
+STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; font-size: 14px; max-width: 1400px; }
 table { border-collapse: collapse; } th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; vertical-align: top; }
 th { text-align: left; } th[data-column] { cursor: pointer; }
@@ -111,9 +110,7 @@ table.board { width: 100%; } .ci { color: #777; font-size: 85%; display: block; 
 .filters b { display: inline-block; min-width: 3.5em; } .filters label { margin-right: 0.8em; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 6px; margin: 2px 0; }
 svg.chart text { font: 12px system-ui, sans-serif; fill: #222; }
-"""
-    + _filter_css()
-)
+""" + _filter_css()
 
 Link = Callable[[int], str]
 
@@ -198,7 +195,10 @@ def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str,
             f'<td data-sort="{escape(row["received"])}">{escape(row["received"][:10])}</td>',
             _interval_cell(overall["score"], as_percent=False),
             _interval_cell(overall["success"], as_percent=True),
-            *(_interval_cell(row_families.get(family, {}).get("score"), as_percent=False) for family in families),
+            *(
+                _interval_cell(row_families.get(family, {}).get("score"), as_percent=False)
+                for family in families
+            ),
         ]
         lines.append(
             f'<tr data-size="{size_bucket(row["model_size"])}" data-kind="{escape(row["endpoint"])}">'
@@ -281,8 +281,10 @@ def score_chart(families: Mapping[str, Mapping[str, Any]]) -> str:
         return label_width + bar_width * min(max(value, 0.0), 1.0)
 
     parts = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="score per family with 95% intervals">'
+        (
+            f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="score per family with 95% intervals">'
+        )
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(
@@ -300,7 +302,7 @@ def score_chart(families: Mapping[str, Mapping[str, Any]]) -> str:
             f'M{x(score["low"]):.1f} {middle - 5}V{middle + 5}M{x(score["high"]):.1f} {middle - 5}V{middle + 5}" '
             f'stroke="#222" stroke-width="1.5" fill="none"/>'
             f'<text x="{label_width + bar_width + 8}" y="{middle + 4}">{score["mean"]:.3f} '
-            f'[{score["low"]:.3f}, {score["high"]:.3f}], {_counted(entry["envs"], "env", "envs")}</text>'
+            f"[{score['low']:.3f}, {score['high']:.3f}], {_counted(entry['envs'], 'env', 'envs')}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -372,8 +374,10 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
 
 SUBMIT_COMMANDS = (
     "vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000",
-    "agentenvs eval all --model Qwen/Qwen2.5-7B-Instruct --model-size 7B "
-    "--base-url http://127.0.0.1:8000/v1 --out runs/qwen7b",
+    (
+        "agentenvs eval all --model Qwen/Qwen2.5-7B-Instruct --model-size 7B "
+        "--base-url http://127.0.0.1:8000/v1 --out runs/qwen7b"
+    ),
     "LEADERBOARD_TOKEN=... leaderboard submit runs/qwen7b --url https://BOARD --wait",
 )
 
@@ -381,11 +385,15 @@ SUBMIT_COMMANDS = (
 def submit_page(board_link: str) -> str:
     """How to submit: serve the model, evaluate it on the panel, upload the bundle."""
     steps = (
-        "Serve the model behind an OpenAI-compatible endpoint (on a CPU: "
-        "<code>python -m agentenvs.agents.openai_server --model PATH --name NAME --port 8000</code>).",
+        (
+            "Serve the model behind an OpenAI-compatible endpoint (on a CPU: "
+            "<code>python -m agentenvs.agents.openai_server --model PATH --name NAME --port 8000</code>)."
+        ),
         "Play the test panel and write the bundle (rerun the same command to resume).",
-        "Upload it with your token; <code>--wait</code> prints the verdict. "
-        "<code>leaderboard verify runs/qwen7b</code> re-checks the bundle locally first, exactly as the board will.",
+        (
+            "Upload it with your token; <code>--wait</code> prints the verdict. <code>leaderboard verify "
+            "runs/qwen7b</code> re-checks the bundle locally first, exactly as the board will."
+        ),
     )
     items = "".join(
         f"<li>{step}<pre>{escape(command)}</pre></li>" for step, command in zip(steps, SUBMIT_COMMANDS)

@@ -27,17 +27,28 @@ GIGPO = "Feng et al., NeurIPS 2025 (GiGPO); mean of 3 seeds"
 MT_GRPO = "Wei/Zeng et al. 2025 (MT-GRPO), Qwen2.5-7B"
 SWEET_RL = "Zhou et al. 2025 (SWEET-RL), full method"
 
+# GiGPO's tables: per env, metric and policy size, the GRPO baseline then GiGPO (a range over its variants)
+GIGPO_TABLES = {
+    ("ALFWorld", "success %"): {"1.5B": ("72.8", "86.1–86.7"), "7B": ("77.6", "90.2–90.8")},
+    ("WebShop", "score / success %"): {
+        "1.5B": ("75.8 / 56.8", "83.1–83.5 / 65.0–67.4"),
+        "7B": ("79.3 / 66.1", "84.4–86.2 / 72.8–75.2"),
+    },
+}
+MT_GRPO_TRIVIAQA = {"MT-GRPO": "0.5010", "GRPO-MR": "0.3346", "GRPO-OR": "0"}
+
 REPORTED: tuple[ReportedResult, ...] = (
-    ReportedResult("GiGPO", "1.5B", "ALFWorld", "ALFWorld", "success %", "86.1–86.7", GIGPO),
-    ReportedResult("GRPO", "1.5B", "ALFWorld", "ALFWorld", "success %", "72.8", GIGPO),
-    ReportedResult("GiGPO", "7B", "ALFWorld", "ALFWorld", "success %", "90.2–90.8", GIGPO),
-    ReportedResult("GRPO", "7B", "ALFWorld", "ALFWorld", "success %", "77.6", GIGPO),
-    ReportedResult("GiGPO", "1.5B", "WebShop", "WebShop", "score / success %", "83.1–83.5 / 65.0–67.4", GIGPO),
-    ReportedResult("GRPO", "1.5B", "WebShop", "WebShop", "score / success %", "75.8 / 56.8", GIGPO),
-    ReportedResult("GiGPO", "7B", "WebShop", "WebShop", "score / success %", "84.4–86.2 / 72.8–75.2", GIGPO),
-    ReportedResult("GRPO", "7B", "WebShop", "WebShop", "score / success %", "79.3 / 66.1", GIGPO),
-    ReportedResult("MT-GRPO", "7B", "Search", "TriviaQA, 2 turns", "exact match", "0.5010", MT_GRPO),
-    ReportedResult("GRPO-MR", "7B", "Search", "TriviaQA, 2 turns", "exact match", "0.3346", MT_GRPO),
-    ReportedResult("GRPO-OR", "7B", "Search", "TriviaQA, 2 turns", "exact match", "0", MT_GRPO),
-    ReportedResult("SWEET-RL", "", "ColBench", "ColBench backend", "tests passed / success %", "56.8 / 40.4", SWEET_RL),
+    *(
+        ReportedResult(method, size, env, env, metric, value, GIGPO)
+        for (env, metric), by_size in GIGPO_TABLES.items()
+        for size, values in by_size.items()
+        for method, value in zip(("GiGPO", "GRPO"), reversed(values))
+    ),
+    *(
+        ReportedResult(method, "7B", "Search", "TriviaQA, 2 turns", "exact match", value, MT_GRPO)
+        for method, value in MT_GRPO_TRIVIAQA.items()
+    ),
+    ReportedResult(
+        "SWEET-RL", "", "ColBench", "ColBench backend", "tests passed / success %", "56.8 / 40.4", SWEET_RL
+    ),
 )

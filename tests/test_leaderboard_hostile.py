@@ -70,7 +70,9 @@ def refused(client, document, phrase):
 # ------------------------------------------------------------------ 1–3: values the schema let through
 def test_a_lone_surrogate_anywhere_is_refused_with_a_reason(app, expert):
     client = TestClient(app)
-    refused(client, edited(expert, ("episodes", 0, "responses", 0), "<think>\ud800</think>"), "lone surrogate")
+    refused(
+        client, edited(expert, ("episodes", 0, "responses", 0), "<think>\ud800</think>"), "lone surrogate"
+    )
     refused(client, renamed(expert, "\ud800"), "lone surrogate")
     refused(client, edited(expert, ("episodes", 0, "component_sums"), {"\udfff": 0.0}), "lone surrogate")
     with pytest.raises(BundleError, match="not valid Unicode"):
@@ -127,12 +129,16 @@ def test_a_partial_panel_is_ranked_only_against_its_own_env_set(app, expert, ran
     client = TestClient(app)
     small = renamed(expert, "tiny-0.5B")
     small["metadata"]["model_size"] = "0.5B"
-    ids = [client.post("/submissions", json=doc, headers=AUTH).json()["id"] for doc in (random_two_envs, small)]
+    ids = [
+        client.post("/submissions", json=doc, headers=AUTH).json()["id"] for doc in (random_two_envs, small)
+    ]
     app.state.worker.wait_idle()
     page = client.get("/").text
     sections = re.findall(r'<section data-panel="smoke">(.*?)</section>', page, re.DOTALL)
     assert len(sections) == 2  # one table per env set, the larger set first
-    assert "2 envs" in sections[0] and f"submissions/{ids[0]}" in sections[0] and "tiny-0.5B" not in sections[0]
+    assert (
+        "2 envs" in sections[0] and f"submissions/{ids[0]}" in sections[0] and "tiny-0.5B" not in sections[0]
+    )
     assert "1 family, 1 env<" in sections[1] and f"submissions/{ids[1]}" in sections[1]
     header = re.search(r"<thead>(.*?)</thead>", sections[0]).group(1)
     assert re.findall(r">(\w+)</th>", header)[-2:] == ["Sokoban", "TextCraft"]  # one column per family
@@ -150,7 +156,9 @@ def test_the_search_ids_are_one_family():
 # ------------------------------------------------------------------ 6: claims
 def test_versions_are_checked_and_dates_labelled_as_claimed(app, expert):
     client = TestClient(app)
-    refused(client, edited(expert, ("metadata", "package_version"), "99.0.0-not-this"), "not a PEP 440 version")
+    refused(
+        client, edited(expert, ("metadata", "package_version"), "99.0.0-not-this"), "not a PEP 440 version"
+    )
     refused(client, edited(expert, ("metadata", "created"), "2099-12-31"), "must match pattern")
     refused(client, edited(expert, ("metadata", "created"), "2099-12-31T00:00:00Z"), "later than now")
     other = edited(expert, ("metadata", "package_version"), "0.0.1")
@@ -167,7 +175,16 @@ def test_versions_are_checked_and_dates_labelled_as_claimed(app, expert):
 # ------------------------------------------------------------------ 7: look-alikes
 @pytest.mark.parametrize(
     "name",
-    ["expert\u200b", "\u202eexpert", "exp\x00ert", "\x1b[31mexpert", "\u0435xpert", "ｅｘｐｅｒｔ", " expert", "ex\npert"],
+    [
+        "expert\u200b",
+        "\u202eexpert",
+        "exp\x00ert",
+        "\x1b[31mexpert",
+        "\u0435xpert",
+        "ｅｘｐｅｒｔ",
+        " expert",
+        "ex\npert",
+    ],
 )
 def test_look_alike_names_are_refused(app, expert, name):
     assert name_problem(name) is not None
@@ -199,10 +216,18 @@ def test_failed_authentications_are_throttled_per_client_and_refused_bodies_cost
         for i in range(8)
     ]
     assert guesses == [403] * 5 + [429] * 3
-    assert client.post("/submissions", json=expert, headers=AUTH).status_code == 429  # this client is locked out
+    assert (
+        client.post("/submissions", json=expert, headers=AUTH).status_code == 429
+    )  # this client is locked out
     other = TestClient(app, client=("203.0.113.9", 50000))
-    assert [other.post("/submissions", content=b"{oops", headers=AUTH).status_code for _ in range(10)] == [400] * 10
-    assert [other.post("/submissions", json=expert, headers=AUTH).status_code for _ in range(3)] == [202, 202, 429]
+    assert [other.post("/submissions", content=b"{oops", headers=AUTH).status_code for _ in range(10)] == [
+        400
+    ] * 10
+    assert [other.post("/submissions", json=expert, headers=AUTH).status_code for _ in range(3)] == [
+        202,
+        202,
+        429,
+    ]
 
 
 # ------------------------------------------------------------------ the board reads like a board
@@ -229,7 +254,9 @@ def test_submission_page_charts_family_scores_and_export_writes_every_page(tmp_p
     chart = re.search(r'<svg class="chart".*?</svg>', page, re.DOTALL).group(0)
     assert chart.count('class="bar"') == 2 and chart.count('class="interval"') == 2
     families = app.state.store.submission(submission_id)["families"]
-    assert set(families) == {"Sokoban", "TextCraft"} and f"{families['Sokoban']['score']['mean']:.3f}" in chart
+    assert (
+        set(families) == {"Sokoban", "TextCraft"} and f"{families['Sokoban']['score']['mean']:.3f}" in chart
+    )
     how = client.get("/submit")
     assert how.status_code == 200 and how.text.count("<pre>") == 3 and "leaderboard submit" in how.text
     assert export(app.state.store, tmp_path / "site") == 1
@@ -245,7 +272,10 @@ def test_the_readme_states_the_board_s_limits_and_the_submit_page_s_commands():
 
     readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
     limits = Limits()
-    assert f"{limits.max_bytes // 2**20} MB limit, {limits.uploads_per_window} stored uploads per token" in readme
+    assert (
+        f"{limits.max_bytes // 2**20} MB limit, {limits.uploads_per_window} stored uploads per token"
+        in readme
+    )
     assert f"{limits.failed_auths_per_window} failed authentications per client" in readme
     assert limits.window_s == 3600 and MAX_INTEGER == 2**53 - 1 and "2⁵³ − 1" in readme
     assert f"cuts a query to {QUERY_MAX_WORDS} words and {QUERY_MAX_CHARS:,} characters" in readme
@@ -254,8 +284,26 @@ def test_the_readme_states_the_board_s_limits_and_the_submit_page_s_commands():
 
 
 # ------------------------------------------------------------------ the fuzz test
-HOSTILE_TEXT = ["\ud800", "expert\u200b", "\u202eexpert", "\x00", "\x1b[31m", "", " ", "ｅ", "a" * 50_000, "0.0"]
-RAW_JSON = ["[" * 200_000 + "]" * 200_000, "NaN", "-Infinity", "1e999", "1" * 40, '{"a":' * 5000 + "1" + "}" * 5000]
+HOSTILE_TEXT = [
+    "\ud800",
+    "expert\u200b",
+    "\u202eexpert",
+    "\x00",
+    "\x1b[31m",
+    "",
+    " ",
+    "ｅ",
+    "a" * 50_000,
+    "0.0",
+]
+RAW_JSON = [
+    "[" * 200_000 + "]" * 200_000,
+    "NaN",
+    "-Infinity",
+    "1e999",
+    "1" * 40,
+    '{"a":' * 5000 + "1" + "}" * 5000,
+]
 PLACEHOLDER = "\x00raw-json-goes-here\x00"
 VALUES = st.one_of(
     st.sampled_from(HOSTILE_TEXT),
@@ -273,7 +321,12 @@ MUTATIONS = st.one_of(
     st.just(("delete", None)),
 )
 # fields replay does not check: mutations there reach the stored, served board
-UNCHECKED = [("metadata", "model_size"), ("metadata", "created"), ("episodes", 0, "model_s"), ("episodes", 1, "env_s")]
+UNCHECKED = [
+    ("metadata", "model_size"),
+    ("metadata", "created"),
+    ("episodes", 0, "model_s"),
+    ("episodes", 1, "env_s"),
+]
 RENAME = ("metadata", "model")  # renames the model and every episode's agent together
 WELL_TYPED = st.one_of(
     st.tuples(st.just(RENAME), st.text(min_size=1, max_size=30).map(lambda name: ("set", name))),
@@ -284,7 +337,9 @@ WELL_TYPED = st.one_of(
 
 def leaf_paths(data, path=()):
     """Every path into the document: object members and list items (the first two of each list)."""
-    children = data.items() if isinstance(data, dict) else enumerate(data[:2]) if isinstance(data, list) else ()
+    children = (
+        data.items() if isinstance(data, dict) else enumerate(data[:2]) if isinstance(data, list) else ()
+    )
     for key, value in children:
         yield (*path, key)
         yield from leaf_paths(value, (*path, key))
@@ -295,7 +350,9 @@ def mutated_body(document, mutations) -> bytes:
     raws = []
     for path, (kind, value) in mutations:
         if path == RENAME and kind == "set":
-            for episode in document.get("episodes", [])[:3] if isinstance(document.get("episodes"), list) else []:
+            for episode in (
+                document.get("episodes", [])[:3] if isinstance(document.get("episodes"), list) else []
+            ):
                 if isinstance(episode, dict):
                     episode["agent"] = value
         target = document
@@ -324,12 +381,16 @@ def fuzz_board(tmp_path_factory, expert):
 
 
 @pytest.mark.timeout(300)
-@settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 @given(data=st.data())
 def test_mutated_bundles_are_refused_with_a_reason_or_stored_and_served(fuzz_board, expert, data):
     app, client, folder, paths = fuzz_board
     where = st.one_of(st.sampled_from(paths), st.sampled_from([*UNCHECKED, RENAME]))
-    mutations = data.draw(st.lists(st.one_of(st.tuples(where, MUTATIONS), WELL_TYPED), min_size=1, max_size=3))
+    mutations = data.draw(
+        st.lists(st.one_of(st.tuples(where, MUTATIONS), WELL_TYPED), min_size=1, max_size=3)
+    )
     reply = client.post("/submissions", content=mutated_body(expert, mutations), headers=AUTH)
     assert reply.status_code in (202, 400, 422), reply.text
     event(f"answered {reply.status_code}")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import agentenvs
-from agentenvs.search.data import builtin_dir
 from agentenvs.search import env as search_env
+from agentenvs.search.data import builtin_dir
 from agentenvs.search.env import (
     INSTRUCTIONS,
     INVALID_TEXT,
@@ -391,7 +391,8 @@ def test_a_huge_query_is_cut_to_the_documented_bound_and_searches_like_it():
     assert bounded_query("  ".join(words)) == " ".join(words[:QUERY_MAX_WORDS])
     assert bounded_query("x" * 10**6) == "x" * QUERY_MAX_CHARS
     assert bounded_query(" \t\n") == ""
-    assert "``QUERY_MAX_WORDS`` (256)" in search_env.__doc__ and "``QUERY_MAX_CHARS`` (2,048)" in search_env.__doc__
+    assert "``QUERY_MAX_WORDS`` (256)" in search_env.__doc__
+    assert "``QUERY_MAX_CHARS`` (2,048)" in search_env.__doc__
     env, bounded = make(), make()
     env.reset(seed=0)
     bounded.reset(seed=0)

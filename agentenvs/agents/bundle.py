@@ -39,8 +39,7 @@ import datetime
 import json
 import math
 import unicodedata
-from collections.abc import Iterator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
