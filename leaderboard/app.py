@@ -18,7 +18,8 @@ one, 429 once a client has failed to authenticate ``failed_auths_per_window``
 times (checked before the token, so guessing is throttled per client
 address) or a token has used its quota, 413 over the size limit (checked
 while reading, whatever the ``Content-Length`` says), 400 for a body that is
-not JSON (``NaN`` and nesting past Python's recursion limit included), 422
+not JSON (``NaN``, numbers out of a double's range and nesting past
+Python's recursion limit included), 422
 for one that breaks the schema or claims a ``created`` time later than the
 board's clock. Only stored uploads use up a token's quota: refused bodies do
 not. Ids outside ``1 … 2**53 - 1`` answer 422.
@@ -37,6 +38,7 @@ import datetime
 import hmac
 import json
 import logging
+import math
 import queue
 import threading
 import time
@@ -141,6 +143,13 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as infinity in Python, which no JSON number means
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def _utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -212,7 +221,7 @@ def create_app(
             raise HTTPException(429, "too many uploads; try again later")
         body = await bounded_body(request)
         try:
-            document = json.loads(body, parse_constant=_refuse_constant)
+            document = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise HTTPException(400, f"the body is not JSON: {type(exc).__name__}: {exc}") from None
         try:

@@ -63,6 +63,23 @@ def test_store_uses_wal_and_keeps_verified_submissions_with_their_transcripts(tm
     assert reopened.submission(submission_id)["summary"] == row["summary"]
 
 
+def test_a_board_file_of_the_first_release_gains_the_new_columns(tmp_path, expert_document):
+    import sqlite3
+
+    from leaderboard.store import ADDED_COLUMNS, SCHEMA
+
+    first_release = SCHEMA
+    for name, kind in ADDED_COLUMNS.items():
+        first_release = first_release.replace(f"    {name} {kind},\n", "")
+    with sqlite3.connect(tmp_path / "old.sqlite") as db:
+        db.executescript(first_release)
+        assert "families" not in {row[1] for row in db.execute("PRAGMA table_info(submissions)")}
+    store = Store(tmp_path / "old.sqlite")
+    submission_id = store.add_pending(expert_document, submitter="test")
+    store.finish(submission_id, verify_submission(expert_document))
+    assert set(store.submission(submission_id)["families"]) == {"Sokoban", "TextCraft"}
+
+
 def test_upload_is_verified_by_the_worker_and_shown_on_the_board(tmp_path, random_document, expert_document):
     store = Store(tmp_path / "board.sqlite")
     app = create_app(store, ["secret-token"])

@@ -121,6 +121,9 @@ def test_bad_requests_answer_4xx_with_a_reason(app, expert):
     not_a_number = json.dumps(edited(expert, ("episodes", 0, "model_s"), float("nan")))
     reply = client.post("/submissions", content=not_a_number.encode(), headers=AUTH)
     assert reply.status_code == 400 and "NaN is not JSON" in reply.json()["detail"]
+    huge = json.dumps(edited(expert, ("episodes", 0, "model_s"), 0.5)).replace("0.5", "1e999", 1)
+    reply = client.post("/submissions", content=huge.encode(), headers=AUTH)
+    assert reply.status_code == 400 and "1e999 is out of range" in reply.json()["detail"]
     refused(client, renamed(expert, "\ud800"), "lone surrogate")
 
 
