@@ -71,28 +71,30 @@ class RateLimiter:
 
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit, self.window_s = limit, window_s
-        self.events: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
+        self.events: dict[str, collections.deque[float]] = {}
         self.lock = threading.Lock()
 
-    def _recent(self, key: str, now: float) -> collections.deque[float]:
-        events = self.events[key]
+    def _recent(self, key: str, now: float) -> int:
+        """Events of ``key`` inside the window; a key with none is forgotten (memory stays bounded by activity)."""
+        events = self.events.get(key)
         while events and now - events[0] > self.window_s:
             events.popleft()
-        return events
+        if events is not None and not events:
+            del self.events[key]
+        return len(events or ())
 
     def exhausted(self, key: str) -> bool:
         """Whether ``key`` has used up the window (records nothing)."""
         with self.lock:
-            return len(self._recent(key, time.monotonic())) >= self.limit
+            return self._recent(key, time.monotonic()) >= self.limit
 
     def allow(self, key: str) -> bool:
         """Record one event for ``key`` unless that would pass the limit; whether it was recorded."""
         now = time.monotonic()
         with self.lock:
-            events = self._recent(key, now)
-            if len(events) >= self.limit:
+            if self._recent(key, now) >= self.limit:
                 return False
-            events.append(now)
+            self.events.setdefault(key, collections.deque()).append(now)
             return True
 
 

@@ -233,6 +233,20 @@ def test_failed_authentications_are_throttled_per_client_and_refused_bodies_cost
     ]
 
 
+def test_the_limiter_forgets_clients_whose_window_has_passed():
+    import time
+
+    from leaderboard.app import RateLimiter
+
+    limiter = RateLimiter(1, window_s=0.05)
+    assert limiter.allow("203.0.113.1") and not limiter.allow("203.0.113.1")
+    assert (
+        not limiter.exhausted("198.51.100.7") and "198.51.100.7" not in limiter.events
+    )  # asking records nothing
+    time.sleep(0.1)
+    assert not limiter.exhausted("203.0.113.1") and limiter.events == {}
+
+
 # ------------------------------------------------------------------ the board reads like a board
 def test_filters_work_without_script_and_reported_numbers_are_never_ranked(app, expert):
     assert [size_bucket(s) for s in ("0.5B", "7b", "350M", "13B", "70B", "", "big")] == [
