@@ -19,10 +19,10 @@ times (checked before the token, so guessing is throttled per client
 address) or a token has used its quota, 413 over the size limit (checked
 while reading, whatever the ``Content-Length`` says), 400 for a body that is
 not JSON (``NaN``, numbers out of a double's range and nesting past
-Python's recursion limit included), 422
-for one that breaks the schema or claims a ``created`` time later than the
-board's clock. Only stored uploads use up a token's quota: refused bodies do
-not. Ids outside ``1 … 2**53 - 1`` answer 422.
+Python's recursion limit included), 422 for one that breaks the schema or
+claims a ``created`` time later than the board's clock. Only stored uploads
+use up a token's quota: refused bodies do not. Ids outside ``1 … 2**53 - 1``
+answer 422.
 
 Verification runs on a worker thread, one submission at a time, so uploads
 and page views never wait for it; submissions still pending when the app
@@ -34,7 +34,6 @@ submission rejected with the error as its reason (counted in
 from __future__ import annotations
 
 import collections
-import datetime
 import hmac
 import json
 import logging
@@ -50,7 +49,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from agentenvs.agents.bundle import MAX_INTEGER, BundleError, validate
 from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
-from leaderboard.store import Store
+from leaderboard.store import Store, utc_now
 from leaderboard.verify import verify_submission
 
 log = logging.getLogger(__name__)
@@ -152,10 +151,6 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _utc_now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 SubmissionId = Path(ge=1, le=MAX_INTEGER, description="a submission id")
 
 
@@ -230,7 +225,7 @@ def create_app(
             validate("submission", document)
         except BundleError as exc:
             raise HTTPException(422, str(exc)) from None
-        now = _utc_now()
+        now = utc_now()
         if document["metadata"]["created"] > now:
             raise HTTPException(
                 422, f"metadata.created {document['metadata']['created']} is later than now ({now})"

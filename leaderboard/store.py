@@ -59,7 +59,8 @@ ROW_COLUMNS = (
 ADDED_COLUMNS = {"families": "TEXT"}
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """Now, as the board records times: ``YYYY-MM-DDTHH:MM:SSZ``."""
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -99,7 +100,7 @@ class Store:
                     metadata["endpoint"],
                     metadata["panel"],
                     metadata["created"],
-                    _now(),
+                    utc_now(),
                     submitter,
                     json.dumps(metadata),
                     json.dumps(document),

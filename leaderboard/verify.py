@@ -115,8 +115,12 @@ def verify_submission(
 
 
 def family_of(env_id: str) -> str:
-    """The family an env id belongs to: its package's first env name (``agentenvs/Search-NQ-v0`` → ``Search``)."""
-    return _FAMILIES[env_id]
+    """The family an env id belongs to: its package's first env name (``agentenvs/Search-NQ-v0`` → ``Search``).
+
+    An id this version no longer registers (a row an older board stored) is
+    its own name's first part, so its pages still render.
+    """
+    return _FAMILIES.get(env_id) or env_id.split("/")[-1].split("-")[0]
 
 
 def _family_names() -> dict[str, str]:

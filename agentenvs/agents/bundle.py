@@ -186,10 +186,7 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
         "episodes": {"type": "array", "minItems": 1, "items": EPISODE_SCHEMA},
     },
 }
-# compiled to Python code once: validating a large submission costs milliseconds
 EPISODES_FILE, SUMMARY_FILE, METADATA_FILE = "episodes.jsonl", "summary.json", "metadata.json"
-
-
 SCHEMAS = {
     "episode": EPISODE_SCHEMA,
     "summary": SUMMARY_SCHEMA,
