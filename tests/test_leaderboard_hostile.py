@@ -12,7 +12,7 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from agentenvs.agents.bundle import MAX_INTEGER, BundleError, name_problem, validate
@@ -399,9 +399,7 @@ def fuzz_board(tmp_path_factory, expert):
 
 
 @pytest.mark.timeout(300)
-@settings(
-    max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
-)
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
 @given(data=st.data())
 def test_mutated_bundles_are_refused_with_a_reason_or_stored_and_served(fuzz_board, expert, data):
     app, client, folder, paths = fuzz_board
