@@ -20,9 +20,9 @@ address) or a token has used its quota, 413 over the size limit (checked
 while reading, whatever the ``Content-Length`` says), 400 for a body that is
 not JSON (``NaN``, numbers out of a double's range and nesting past
 Python's recursion limit included), 422 for one that breaks the schema or
-claims a ``created`` time later than the board's clock. Only stored uploads
-use up a token's quota: refused bodies do not. Ids outside ``1 … 2**53 - 1``
-answer 422.
+claims a ``created`` time more than ``CLOCK_SKEW_S`` (an hour) ahead of the
+board's clock. Only stored uploads use up a token's quota: refused bodies do
+not. Ids outside ``1 … 2**53 - 1`` answer 422.
 
 Verification runs on a worker thread, one submission at a time, so uploads
 and page views never wait for it; submissions still pending when the app
@@ -151,6 +151,8 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# how far a submitter's clock may run ahead of the board's before ``created`` counts as the future
+CLOCK_SKEW_S = 3600.0
 SubmissionId = Path(ge=1, le=MAX_INTEGER, description="a submission id")
 
 
@@ -225,10 +227,11 @@ def create_app(
             validate("submission", document)
         except BundleError as exc:
             raise HTTPException(422, str(exc)) from None
-        now = utc_now()
-        if document["metadata"]["created"] > now:
+        latest = utc_now(ahead_s=CLOCK_SKEW_S)
+        if document["metadata"]["created"] > latest:
             raise HTTPException(
-                422, f"metadata.created {document['metadata']['created']} is later than now ({now})"
+                422,
+                f"metadata.created {document['metadata']['created']} is later than now ({latest}, with skew)",
             )
         if not uploads.allow(token):
             raise HTTPException(429, "too many uploads; try again later")

@@ -59,9 +59,10 @@ ROW_COLUMNS = (
 ADDED_COLUMNS = {"families": "TEXT"}
 
 
-def utc_now() -> str:
-    """Now, as the board records times: ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def utc_now(ahead_s: float = 0.0) -> str:
+    """Now (plus ``ahead_s`` seconds), as the board records times: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ahead_s)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from agentenvs.agents.bundle import MAX_INTEGER, BundleError, name_problem, validate
 from agentenvs.agents.panel import PANELS
-from leaderboard.app import Limits, create_app
+from leaderboard.app import CLOCK_SKEW_S, Limits, create_app
 from leaderboard.cli import export
 from leaderboard.pages import board_page, size_bucket
 from leaderboard.reported import REPORTED
 from leaderboard.seed import scripted_document
-from leaderboard.store import Store
+from leaderboard.store import Store, utc_now
 from leaderboard.verify import verify_submission
 
 TOKEN = "upload-token"
@@ -165,6 +165,8 @@ def test_versions_are_checked_and_dates_labelled_as_claimed(app, expert):
     )
     refused(client, edited(expert, ("metadata", "created"), "2099-12-31"), "must match pattern")
     refused(client, edited(expert, ("metadata", "created"), "2099-12-31T00:00:00Z"), "later than now")
+    skewed = edited(expert, ("metadata", "created"), utc_now(ahead_s=CLOCK_SKEW_S / 2))
+    assert client.post("/submissions", json=skewed, headers=AUTH).status_code == 202  # a clock a little ahead
     other = edited(expert, ("metadata", "package_version"), "0.0.1")
     submission_id = client.post("/submissions", json=other, headers=AUTH).json()["id"]
     honest_id = client.post("/submissions", json=expert, headers=AUTH).json()["id"]
