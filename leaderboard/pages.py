@@ -103,7 +103,7 @@ body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; font-
 table { border-collapse: collapse; } th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; vertical-align: top; }
 th { text-align: left; } th[data-column] { cursor: pointer; }
 th[data-order="desc"]::after { content: " ▼"; } th[data-order="asc"]::after { content: " ▲"; }
-td.num { text-align: right; white-space: nowrap; } td.model { max-width: 18em; overflow-wrap: anywhere; }
+td.num { text-align: right; white-space: nowrap; } td.best { font-weight: bold; } td.model { max-width: 18em; overflow-wrap: anywhere; }
 table.board { width: 100%; } .ci { color: #777; font-size: 85%; display: block; }
 .tag { color: #555; background: #eee; border-radius: 3px; padding: 0 4px; font-size: 80%; white-space: nowrap; }
 .verified { color: #080; } .turn { margin: 0.5em 0; } .filters { line-height: 2; }
@@ -125,15 +125,15 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def _interval_cell(interval: Mapping[str, float] | None, as_percent: bool) -> str:
-    """A mean with its 95% interval below it (``–`` and sorted last when there is none)."""
+def _interval_cell(interval: Mapping[str, float] | None, as_percent: bool, best: bool = False) -> str:
+    """A mean with its 95% interval below it (``–`` and sorted last when there is none); ``best`` in bold."""
     if interval is None:
         return '<td class="num" data-sort="-1">–</td>'
     scale, unit = (100.0, "%") if as_percent else (1.0, "")
     digits = 1 if as_percent else 3
     mean, low, high = (interval[k] * scale for k in ("mean", "low", "high"))
     return (
-        f'<td class="num" data-sort="{interval["mean"]:.6f}">{mean:.{digits}f}{unit}'
+        f'<td class="num{" best" * best}" data-sort="{interval["mean"]:.6f}">{mean:.{digits}f}{unit}'
         f'<span class="ci">{low:.{digits}f}–{high:.{digits}f}</span></td>'
     )
 
@@ -175,6 +175,13 @@ def _model_cell(row: Mapping[str, Any], link: Link) -> str:
     )
 
 
+def _family_cell(summary: Mapping[str, Any] | None, leader: float) -> str:
+    """A family's score cell, bold where it equals the group's best (``leader``) score for that family."""
+    if summary is None:
+        return _interval_cell(None, as_percent=False)
+    return _interval_cell(summary["score"], as_percent=False, best=summary["score"]["mean"] == leader)
+
+
 def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str, Any]], link: Link) -> str:
     families = _families(env_ids)
     headers = ["rank", "model", "size", "kind", "received", "overall score", "success"]
@@ -183,6 +190,12 @@ def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str,
         f'<th data-column="{len(headers) + i}" title="{escape(", ".join(ids))}">{escape(family)}</th>'
         for i, (family, ids) in enumerate(families.items())
     )
+    leaders = {  # per family column, the best mean score of the group: who leads there shows in bold
+        family: max(
+            (row["families"] or {}).get(family, {}).get("score", {}).get("mean", -1.0) for row in rows
+        )
+        for family in families
+    }
     lines = []
     for rank, row in enumerate(sorted(rows, key=_rank_key), start=1):
         overall = row["summary"]["overall"]
@@ -193,12 +206,9 @@ def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str,
             f'<td data-sort="{escape(row["model_size"])}">{escape(row["model_size"]) or "–"}</td>',
             f'<td data-sort="{escape(row["endpoint"])}">{escape(row["endpoint"])}</td>',
             f'<td data-sort="{escape(row["received"])}">{escape(row["received"][:10])}</td>',
-            _interval_cell(overall["score"], as_percent=False),
+            _interval_cell(overall["score"], as_percent=False, best=rank == 1),
             _interval_cell(overall["success"], as_percent=True),
-            *(
-                _interval_cell(row_families.get(family, {}).get("score"), as_percent=False)
-                for family in families
-            ),
+            *(_family_cell(row_families.get(family), leaders[family]) for family in families),
         ]
         lines.append(
             f'<tr data-size="{size_bucket(row["model_size"])}" data-kind="{escape(row["endpoint"])}">'

@@ -132,8 +132,10 @@ def test_a_partial_panel_is_ranked_only_against_its_own_env_set(app, expert, ran
     client = TestClient(app)
     small = renamed(expert, "tiny-0.5B")
     small["metadata"]["model_size"] = "0.5B"
+    floor = scripted_document([SOKOBAN], "random", PANELS["smoke"])
     ids = [
-        client.post("/submissions", json=doc, headers=AUTH).json()["id"] for doc in (random_two_envs, small)
+        client.post("/submissions", json=doc, headers=AUTH).json()["id"]
+        for doc in (random_two_envs, floor, small)
     ]
     app.state.worker.wait_idle()
     page = client.get("/").text
@@ -142,7 +144,10 @@ def test_a_partial_panel_is_ranked_only_against_its_own_env_set(app, expert, ran
     assert (
         "2 envs" in sections[0] and f"submissions/{ids[0]}" in sections[0] and "tiny-0.5B" not in sections[0]
     )
-    assert "1 family, 1 env<" in sections[1] and f"submissions/{ids[1]}" in sections[1]
+    assert "1 family, 1 env<" in sections[1] and f"submissions/{ids[2]}" in sections[1]
+    leader, second = re.findall(r"<tr .*?</tr>", sections[1])
+    assert "tiny-0.5B" in leader and leader.count('class="num best"') == 2  # overall and Sokoban in bold
+    assert 'data-sort="1">1</td>' in leader and "best" not in second  # rank 1 though uploaded last
     header = re.search(r"<thead>(.*?)</thead>", sections[0]).group(1)
     assert re.findall(r">(\w+)</th>", header)[-2:] == ["Sokoban", "TextCraft"]  # one column per family
 
