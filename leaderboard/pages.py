@@ -101,7 +101,7 @@ def _filter_css() -> str:
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; font-size: 14px; max-width: 1400px; }
 table { border-collapse: collapse; } th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; vertical-align: top; }
-th { text-align: left; } th[data-column] { cursor: pointer; }
+th { text-align: left; white-space: nowrap; } td.date { white-space: nowrap; } th[data-column] { cursor: pointer; }
 th[data-order="desc"]::after { content: " ▼"; } th[data-order="asc"]::after { content: " ▲"; }
 td.num { text-align: right; white-space: nowrap; } td.best { font-weight: bold; } td.model { max-width: 18em; overflow-wrap: anywhere; }
 table.board { width: 100%; } .ci { color: #777; font-size: 85%; display: block; }
@@ -184,7 +184,7 @@ def _family_cell(summary: Mapping[str, Any] | None, leader: float) -> str:
 
 def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str, Any]], link: Link) -> str:
     families = _families(env_ids)
-    headers = ["rank", "model", "size", "kind", "received", "overall score", "success"]
+    headers = ["rank", "model", "size", "kind", "received", "overall", "success"]
     head = "".join(f'<th data-column="{i}">{escape(name)}</th>' for i, name in enumerate(headers))
     head += "".join(
         f'<th data-column="{len(headers) + i}" title="{escape(", ".join(ids))}">{escape(family)}</th>'
@@ -205,7 +205,7 @@ def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str,
             _model_cell(row, link),
             f'<td data-sort="{escape(row["model_size"])}">{escape(row["model_size"]) or "–"}</td>',
             f'<td data-sort="{escape(row["endpoint"])}">{escape(row["endpoint"])}</td>',
-            f'<td data-sort="{escape(row["received"])}">{escape(row["received"][:10])}</td>',
+            f'<td class="date" data-sort="{escape(row["received"])}">{escape(row["received"][:10])}</td>',
             _interval_cell(overall["score"], as_percent=False, best=rank == 1),
             _interval_cell(overall["success"], as_percent=True),
             *(_family_cell(row_families.get(family), leaders[family]) for family in families),
