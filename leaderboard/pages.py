@@ -11,7 +11,9 @@ needs it. Each submission page draws its per-family scores with their 95%
 intervals as an inline SVG.
 
 Every value from a submission (model names, task ids, responses,
-observations) is escaped with :func:`html.escape`; the only script is the
+observations) is escaped with :func:`html.escape`, and a transcript's
+control, zero-width and bidi characters are written as visible code points
+(:data:`INVISIBLE`; names cannot hold them at all); the only script is the
 fixed sorting script below, allowed by its hash in the Content-Security-
 Policy, so even markup that slipped through escaping could not run a script.
 The sorting script reads cells' ``data-sort`` values and moves rows; it never
@@ -113,6 +115,18 @@ svg.chart text { font: 12px system-ui, sans-serif; fill: #222; }
 """ + _filter_css()
 
 Link = Callable[[int], str]
+# characters a transcript shows as a visible ⟨U+XXXX⟩ mark instead of acting silently: C0 and C1
+# controls but tab, newline and carriage return (ANSI escapes start with U+001B), the soft hyphen,
+# zero-width characters, bidi marks, embeddings, overrides and isolates, word joiners, the BOM
+INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u2069\ufeff]"
+)
+
+
+def _shown(text: str) -> str:
+    """``text`` as HTML: escaped, each :data:`INVISIBLE` character written as its code point."""
+    return escape(INVISIBLE.sub(lambda match: f"⟨U+{ord(match.group()):04X}⟩", text))
 
 
 def _page(title: str, body: str) -> str:
@@ -367,11 +381,11 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
         mark = "success" if episode["success"] else "failure"
         turns = []
         for number, turn in enumerate(episode["transcript"], start=1):
-            observation = f'<pre class="observation">{escape(turn["observation"])}</pre>'
+            observation = f'<pre class="observation">{_shown(turn["observation"])}</pre>'
             if "response" in turn:
                 turns.append(
                     f'<div class="turn"><b>turn {number}</b> (reward {turn["reward"]:+.3f}){observation}'
-                    f'<pre class="response">{escape(turn["response"])}</pre></div>'
+                    f'<pre class="response">{_shown(turn["response"])}</pre></div>'
                 )
             else:
                 turns.append(f'<div class="turn"><b>final observation</b>{observation}</div>')

@@ -216,6 +216,21 @@ def test_plain_names_pass_and_uploads_never_pass_for_the_seeded_baseline(app, ex
     assert sum(f'<span class="tag">#{uploaded}</span>' in cell for cell in cells) == 1
 
 
+def test_invisible_characters_in_a_transcript_are_shown_as_code_points(app, expert):
+    from leaderboard.pages import submission_page
+
+    store = app.state.store
+    submission_id = store.add_pending(expert, "test")
+    store.finish(submission_id, verify_submission(expert))
+    hidden = "<think>\u202eevil\u200b</think>\x1b[31m<action>up</action>\x00"
+    episodes = store.episodes(submission_id)
+    episodes[0]["transcript"][0]["response"] = hidden
+    page = submission_page(store.submission(submission_id), episodes, board_link="/")
+    for mark in ("⟨U+202E⟩", "⟨U+200B⟩", "⟨U+001B⟩[31m", "⟨U+0000⟩"):
+        assert mark in page
+    assert not any(character in page for character in "\u202e\u200b\x1b\x00")
+
+
 # ------------------------------------------------------------------ 8: the rate limit
 def test_failed_authentications_are_throttled_per_client_and_refused_bodies_cost_no_quota(tmp_path, expert):
     app = create_app(
