@@ -76,6 +76,11 @@ def write_corpus_jsonl(passages: Iterable[Passage], path: str | os.PathLike) -> 
     return count
 
 
+def is_store(directory: str | os.PathLike) -> bool:
+    """Whether ``directory`` holds a complete corpus store."""
+    return (Path(directory) / _META).is_file()
+
+
 class Corpus:
     """A read-only, memory-mapped passage store; ``corpus[i]`` is the passage on row ``i``.
 
