@@ -22,12 +22,43 @@ TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
 CLOSED_BY_SERVER = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
+RETRIEVE_PATH = "/retrieve"
+
+
+def server_root(url: str) -> str:
+    """The server's root URL from either form users hold: the root, or Search-R1's ``…/retrieve``.
+
+    ``http://HOST:8000``, ``http://HOST:8000/`` and Search-R1's configs'
+    ``http://HOST:8000/retrieve`` (a trailing ``/`` allowed) all give
+    ``http://HOST:8000``; any other path, a query or a fragment is refused
+    with a ``ValueError`` saying why.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # parses the port: out of range or not a number raises
+    except ValueError as exc:
+        raise ValueError(f"{url!r} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    if parts.query or parts.fragment or parts.path.rstrip("/") not in ("", RETRIEVE_PATH):
+        raise ValueError(
+            f"{url!r}: the retriever URL must be the server's root or its {RETRIEVE_PATH} "
+            f"(http://HOST:PORT or http://HOST:PORT{RETRIEVE_PATH}), not the path {parts.path!r}"
+            + (" with a query or fragment" if parts.query or parts.fragment else "")
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
 class RemoteRetrieverError(RuntimeError):
     """The server refused the request (4xx) or kept failing after every retry."""
 
 
 class RemoteRetriever:
-    """``retrieve`` through ``POST {url}/retrieve``, with a timeout a request and retries.
+    """``retrieve`` through ``POST {root}/retrieve``, with a timeout a request and retries.
+
+    ``url`` is the server's root (``http://HOST:8000``) or Search-R1's
+    ``http://HOST:8000/retrieve``; see :func:`server_root`.
 
     Connection errors, timeouts and 408/429/5xx answers are retried up to
     ``retries`` times with exponential backoff ``backoff * 2**attempt`` (or
@@ -44,14 +75,12 @@ class RemoteRetriever:
     """
 
     def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 5, backoff: float = 0.25) -> None:
-        self.url = url.rstrip("/")
+        self.url = server_root(url)
         parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
         self._scheme = parts.scheme
         self._host = parts.hostname
         self._port = parts.port
-        self._path = f"{parts.path}/retrieve"
+        self._path = RETRIEVE_PATH
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff

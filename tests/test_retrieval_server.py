@@ -282,6 +282,29 @@ def test_remote_retriever_refuses_a_url_that_is_not_http():
         RemoteRetriever("127.0.0.1:8000")
 
 
+def test_remote_retriever_takes_the_root_or_search_r1s_retrieve_url(server, bm25):
+    """Search-R1's configs pass ``http://HOST:8000/retrieve``; ours the root. Both reach the same endpoint."""
+    expected = [[hit.index for hit in hits] for hits in bm25.retrieve(["violin river"], 3)]
+    for url in (server, f"{server}/", f"{server}/retrieve", f"{server}/retrieve/"):
+        remote = RemoteRetriever(url)
+        assert remote.url == server
+        assert [[hit.index for hit in hits] for hits in remote.retrieve(["violin river"], 3)] == expected
+        remote.close()
+        assert pickle.loads(pickle.dumps(remote)).url == server
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8000/retrieve/extra", "http://127.0.0.1:8000/api", "http://127.0.0.1:8000/retrieve?topk=3",
+     "http://127.0.0.1:8000/#retrieve", "http://127.0.0.1:8000/\u202eeveirter", "http://127.0.0.1:99999",
+     "http://127.0.0.1:port/retrieve"],
+)  # fmt: skip
+def test_remote_retriever_refuses_any_other_path_in_one_line(url):
+    with pytest.raises(ValueError) as refused:
+        RemoteRetriever(url)
+    assert "\n" not in str(refused.value) and repr(url) in str(refused.value)
+
+
 def test_cli_serves_with_several_workers_sharing_the_index(bm25):
     """``python -m retrieval_index serve --workers 2``: two processes answer, SIGTERM stops them all."""
     port = free_port()

@@ -311,15 +311,18 @@ def test_a_retrieval_server_url_gives_the_same_information(tmp_path):
     local = BM25Retriever.load(folder / "bm25", Corpus.open(folder / "corpus"))
     env = make("hotpotqa")
     with ServerThread(create_app(local, kind="bm25")) as url:
-        remote = make("hotpotqa", retriever=url)
-        assert len(pickle.dumps(remote)) < 20_000
-        for seed in range(5):
-            env.reset(seed=seed)
-            remote.reset(seed=seed)
-            response = f"<think>a</think><search>{good_query(env)}</search>"
-            here, there = env.step(response), remote.step(response)
-            assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
-            assert here[4]["reward_components"] == there[4]["reward_components"]
+        # our root URL, and the .../retrieve URL Search-R1's configs pass
+        for remote in (make("hotpotqa", retriever=url), make("hotpotqa", retriever=f"{url}/retrieve")):
+            assert len(pickle.dumps(remote)) < 20_000
+            for seed in range(3):
+                env.reset(seed=seed)
+                remote.reset(seed=seed)
+                response = f"<think>a</think><search>{good_query(env)}</search>"
+                here, there = env.step(response), remote.step(response)
+                assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
+                assert here[4]["reward_components"] == there[4]["reward_components"]
+        with pytest.raises(ValueError, match="root or its /retrieve"):
+            make("hotpotqa", retriever=f"{url}/search")
 
 
 def test_readme_row_states_the_test_sizes_and_presets():
