@@ -9,10 +9,11 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from retrieval_index.types import Passage, RetrievedPassage
+from retrieval_index.types import BM25_ROW_FIELDS, Passage, RetrievedPassage
 
 log = logging.getLogger("retrieval_index.client")
 RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -188,9 +189,15 @@ class RemoteRetriever:
 
 
 def _hit(item: dict[str, Any]) -> RetrievedPassage:
+    """A hit from an answer item: a dense corpus row keeps its other fields; Search-R1's BM25 row
+    (title and text split from contents) carries none."""
     row = item["document"]
+    if set(row) == BM25_ROW_FIELDS:
+        passage = Passage.from_contents(str(item.get("id", "")), row["contents"])
+    else:
+        passage = replace(Passage.from_row(row), id=str(item.get("id", row.get("id", ""))))
     return RetrievedPassage(
-        passage=Passage.from_contents(str(item.get("id", row.get("id", ""))), row["contents"]),
+        passage=passage,
         score=float(item["score"]),
         index=int(item.get("index", -1)),
     )
