@@ -34,6 +34,7 @@ from agentenvs.search.questions import (
     TRAIN_SIZE,
     VALID_SIZE,
     Question,
+    flashrag_id,
     make_questions,
     split_sizes,
     write_questions,
@@ -140,22 +141,37 @@ class QuestionRows:
         if not path.exists():
             return cls((), (), id_prefix)
         with open(path, encoding="utf-8") as handle:
-            lines = tuple(line for line in handle if line.strip())
-        return cls(tuple(id_prefix + row_id(line) for line in lines), lines, id_prefix)
+            numbered = [(number, line) for number, line in enumerate(handle, start=1) if line.strip()]
+        ids = []
+        for index, (number, line) in enumerate(numbered):
+            try:
+                ids.append(id_prefix + row_id(line, index))
+            except ValueError as exc:  # json's decode error, or a row that is not an object
+                raise ValueError(f"{path}:{number}: not a FlashRAG question row ({exc})") from None
+        return cls(tuple(ids), tuple(line for _, line in numbered), id_prefix)
 
     def question(self, index: int) -> Question:
-        question = Question.from_flashrag(json.loads(self.lines[index]))
+        question = Question.from_flashrag(json.loads(self.lines[index]), positional_id(index))
         return replace(question, id=self.ids[index])
 
 
-def row_id(line: str) -> str:
-    """The ``id`` of a jsonl row; rows written by ``json.dumps`` with ``id`` first skip the parse."""
+def positional_id(index: int) -> str:
+    """The id of the ``index``-th row (0-based, blank lines not counted) of a file whose row has none."""
+    return f"#{index}"
+
+
+def row_id(line: str, index: int) -> str:
+    """The ``id`` of the ``index``-th jsonl row (:func:`positional_id` when it has none); rows written by
+    ``json.dumps`` with ``id`` first skip the parse."""
     head = '{"id": "'
     if line.startswith(head):
         end = line.find('"', len(head))
-        if end > 0 and "\\" not in line[len(head) : end]:
+        if end > len(head) and "\\" not in line[len(head) : end]:
             return line[len(head) : end]
-    return str(json.loads(line)["id"])
+    row = json.loads(line)
+    if not isinstance(row, dict):
+        raise ValueError(f"a JSON {type(row).__name__}, not an object")
+    return flashrag_id(row.get("id"), positional_id(index))
 
 
 class QuestionSource(IdListTaskSource[Question]):
