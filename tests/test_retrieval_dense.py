@@ -177,7 +177,7 @@ def test_dense_hits_carry_the_whole_corpus_row_and_search_r1s_client_reads_them(
     from retrieval_index.server import ServerThread, create_app
 
     rows = [
-        {"id": "0", "contents": '"Paris"\nParis is the capital of France.', "url": "https://fr.example/Paris"},
+        {"id": "0", "contents": '"Paris"\nParis is the capital of France.', "source": "wiki-18"},
         {"id": 1, "contents": '"Danube"\nThe Danube flows through Vienna.', "wikipedia_id": 9, "tags": ["river"]},
         {"id": "2", "contents": "Hamlet\nA tragedy (its title has no quotes).", "meta": {"year": 1600, "x": None}},
         {"id": "3", "title": "Violin", "text": "A violin has four strings.", "lang": "en"},
