@@ -32,6 +32,8 @@ def relative_to_index(index_dir: str | os.PathLike, target: str | os.PathLike) -
 
 def recorded_path(index_dir: str | os.PathLike, recorded: str) -> Path:
     """Where a path recorded in ``retriever.json`` leads: relative ones from the index folder."""
+    if not isinstance(recorded, str) or not recorded:
+        raise ValueError(f"{index_dir}: {META} records {recorded!r} where a path belongs; rebuild the index")
     path = Path(recorded)
     return path if path.is_absolute() else Path(index_dir).resolve() / path
 

@@ -123,3 +123,12 @@ def test_a_dense_index_records_faiss_file_encoder_and_corpus_relative_and_moves(
     retriever, _ = open_retriever(tmp_path / "c" / "deeper" / "published")
     assert [hit.index for hit in retriever.retrieve(["capital of france"], 3)[0]] == expected
     assert retriever.corpus.directory == (tmp_path / "c" / "deeper" / "store").resolve()
+
+
+@pytest.mark.parametrize("recorded", [None, 7, "", ["corpus"]])
+def test_a_retriever_json_with_no_path_where_one_belongs_is_refused_in_one_line(tmp_path, recorded):
+    BM25Retriever.build(Corpus.from_passages(PASSAGES, tmp_path / "store"), tmp_path / "bm25")
+    meta = json.loads((tmp_path / "bm25" / META).read_text())
+    (tmp_path / "bm25" / META).write_text(json.dumps({**meta, "corpus": recorded}))
+    with pytest.raises(ValueError, match="where a path belongs"):
+        open_retriever(tmp_path / "bm25")

@@ -8,8 +8,9 @@ processes never read half a build.
 
 Official: FlashRAG's question files in their published layout,
 ``{data_dir}/{dataset}/{train,dev,test}.jsonl`` with rows ``{"id", "question",
-"golden_answers", "metadata"}``, searched through a retrieval_index index
-folder (BM25 or dense, over wiki-18) or a running retrieval server's URL.
+"golden_answers", "metadata"}`` (a row without an ``id`` takes ``#<row>``,
+its position in the file), searched through a retrieval_index index folder
+(BM25 or dense, over wiki-18) or a running retrieval server's URL.
 Where FlashRAG has no test file (hotpotqa, 2wikimultihopqa, musique), the dev
 file is the test split, as Search-R1 evaluates, and valid is empty.
 """
@@ -103,7 +104,8 @@ def _build(out: Path, num_passages: int, seed: int) -> None:
 
 @functools.lru_cache(maxsize=8)
 def open_retriever(spec: str):
-    """A retriever from a retrieval_index index folder (BM25 or dense), or a retrieval server's URL.
+    """A retriever from a retrieval_index index folder (BM25 or dense), or a retrieval server's URL
+    (its root, or Search-R1's ``http://HOST:8000/retrieve``; any other path raises ``ValueError``).
 
     Cached per process, so every env of a process shares one memory-mapped index.
     """
