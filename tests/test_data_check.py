@@ -152,6 +152,13 @@ def test_bad_arguments_are_refused_in_one_line(tmp_path, capsys):
     capsys.readouterr()
     assert main(["check-data", "WebShop-v0", str(tmp_path)]) == 1  # an empty folder: WebShop's files are missing
     assert "cannot open" in capsys.readouterr().err
+    full = tmp_path / "full"
+    full.mkdir()
+    for name in ("items_shuffle", "items_ins_v2"):
+        shutil.copy(webshop_folder(tmp_path) / f"{name}_1000.json", full / f"{name}.json")
+    assert main(["check-data", "WebShop-v0", str(full)]) == 1
+    assert "pass data_size='full'" in " ".join(capsys.readouterr().err.split())
+    assert main(["check-data", "WebShop-v0", str(full), "--env-kwarg", "data_size=full"]) == 0
 
 
 def test_spread_takes_tasks_evenly_in_order():

@@ -256,7 +256,13 @@ def load_official(
     products_path, attributes_path, human_path = data_files(Path(data_dir), size)
     for path in (products_path, attributes_path) + ((human_path,) if human else ()):
         if not path.exists():
-            raise FileNotFoundError(f"WebShop data file {path} not found")
+            other = "full" if size == "1000" else "1000"
+            hint = (
+                f"; the folder holds the {other} files: pass data_size={other!r}"
+                if all(p.exists() for p in data_files(Path(data_dir), other)[:2])
+                else ""
+            )
+            raise FileNotFoundError(f"WebShop data file {path} not found{hint}")
     raw_products = json.loads(products_path.read_text(encoding="utf-8"))
     annotations = json.loads(attributes_path.read_text(encoding="utf-8"))
     human_notes = json.loads(human_path.read_text(encoding="utf-8")) if human else {}
