@@ -448,7 +448,9 @@ def cmd_check_data(args: argparse.Namespace) -> int:
     if reason is not None:
         raise UsageError(f"{env_id} {reason}")
     if not takes_data_dir(env_id):
-        with_data = sorted({e.env_id for e in agentenvs.ENV_ENTRIES if e.variant_of is None and _has_data_dir(e.env_id)})
+        with_data = sorted(
+            e.env_id for e in agentenvs.ENV_ENTRIES if e.variant_of is None and _has_data_dir(e.env_id)
+        )
         raise UsageError(f"{env_id} reads no data folder (no data_dir=); these do: {', '.join(with_data)}")
     if not Path(args.data_dir).is_dir():
         raise UsageError(f"no such folder: {args.data_dir}")

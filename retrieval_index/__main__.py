@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> None:
     s.set_defaults(handler=serve)
 
     r = commands.add_parser(
-        "relink", help="record new places (relative to the index) for a moved index's corpus, FAISS file or encoder"
+        "relink",
+        help="record new places (relative to the index) for a moved index's corpus, FAISS file or encoder",
     )
     r.add_argument("index", help="an index directory written by build")
     r.add_argument("--corpus", help="the corpus store the index was built from")

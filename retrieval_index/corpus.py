@@ -136,7 +136,7 @@ class Corpus:
         with open(directory / _TEXTS, "wb") as texts:
             for passage in passages:
                 for field in (passage.id, passage.title, passage.text, passage.extra):
-                    # "surrogatepass": a lone surrogate that a JSON escape put in a row survives the round trip
+                    # "surrogatepass": a lone surrogate a JSON escape put in a row survives the round trip
                     data = field.encode("utf-8", "surrogatepass")
                     texts.write(data)
                     position += len(data)

@@ -101,7 +101,8 @@ class Encoder:
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
                 batch = [
-                    prefix + LONE_SURROGATE.sub("\ufffd", text) for text in texts[start : start + self.batch_size]
+                    prefix + LONE_SURROGATE.sub("\ufffd", text)
+                    for text in texts[start : start + self.batch_size]
                 ]
                 inputs = self._tokenizer(
                     batch, max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"

@@ -85,7 +85,9 @@ def relink(
         places["faiss_index"] = (
             faiss_index if faiss_index is not None else recorded_path(directory, meta["faiss_index"])
         )
-        places["encoder"] = encoder if encoder is not None else recorded_path(directory, meta["encoder"]["model_dir"])
+        places["encoder"] = (
+            encoder if encoder is not None else recorded_path(directory, meta["encoder"]["model_dir"])
+        )
     store = Corpus.open(places["corpus"])  # raises, naming the folder, when it is not a store
     if len(store) != int(meta["passages"]):
         raise ValueError(f"the index covers {meta['passages']} passages but {store} holds {len(store)}")

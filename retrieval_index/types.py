@@ -33,7 +33,7 @@ class Passage:
         return f'"{self.title}"\n{self.text}'
 
     def row(self) -> dict[str, Any]:
-        """The corpus row: ``{"id", "contents", ...the row's other fields}`` (what Search-R1's dense server returns)."""
+        """The corpus row ``{"id", "contents", ...its other fields}``, as Search-R1's dense server gives it."""
         row: dict[str, Any] = {"id": self.id, "contents": self.contents}
         if self.extra:
             row.update(json.loads(self.extra))
@@ -50,7 +50,7 @@ class Passage:
             if not isinstance(contents, str):
                 raise TypeError(f"contents must be a string, not {type(contents).__name__}")
             passage = cls.from_contents(str(row["id"]), contents)
-            # contents the split does not give back exactly (no quotes around the title) stay in the row as they are
+            # contents the split does not give back exactly (no quotes around the title) stay in the row as is
             known = {"contents"} if passage.contents == contents else set()
         else:
             title, text = row["title"], row["text"]

@@ -121,5 +121,9 @@ def test_a_store_written_by_the_previous_version_still_opens(tmp_path):
     fields = [b"0", b"Paris", b"Paris is in France.", b"1", b"Rome", b"Rome is in Italy."]
     (store / "texts.bin").write_bytes(b"".join(fields))
     np.save(store / "offsets.npy", np.cumsum([0] + [len(field) for field in fields]).astype(np.int64))
-    (store / "corpus.json").write_text(json.dumps({"format": "retrieval_index.corpus", "version": 1, "passages": 2}))
-    assert list(Corpus.open(store)) == [Passage("0", "Paris", "Paris is in France."), Passage("1", "Rome", "Rome is in Italy.")]
+    meta = {"format": "retrieval_index.corpus", "version": 1, "passages": 2}
+    (store / "corpus.json").write_text(json.dumps(meta))
+    assert list(Corpus.open(store)) == [
+        Passage("0", "Paris", "Paris is in France."),
+        Passage("1", "Rome", "Rome is in Italy."),
+    ]

@@ -178,7 +178,7 @@ def test_dense_hits_carry_the_whole_corpus_row_and_search_r1s_client_reads_them(
 
     rows = [
         {"id": "0", "contents": '"Paris"\nParis is the capital of France.', "source": "wiki-18"},
-        {"id": 1, "contents": '"Danube"\nThe Danube flows through Vienna.', "wikipedia_id": 9, "tags": ["river"]},
+        {"id": 1, "contents": '"Danube"\nThe Danube flows by Vienna.', "wikipedia_id": 9, "tags": ["river"]},
         {"id": "2", "contents": "Hamlet\nA tragedy (its title has no quotes).", "meta": {"year": 1600, "x": None}},
         {"id": "3", "title": "Violin", "text": "A violin has four strings.", "lang": "en"},
         {"id": "4", "contents": '"Odd \ud800 text"\nA lone surrogate, \u202ebidi and zero\u200bwidth.'},

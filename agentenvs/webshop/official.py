@@ -38,8 +38,10 @@ entry of its list, ``instruction.strip(".")`` plus the price text, with the
 entry's ``instruction_attributes`` and ``instruction_options`` (a list of
 values); entries with no ``instruction_attributes`` are skipped, as
 ``get_human_goals`` skips them, and ASINs not among the products give none.
-What is skipped is counted by reason (``GoalTasks.skipped``). Goals are shuffled with ``random.Random(233)`` (the
-original's ``random.seed(233); random.shuffle``) and split test ``[0, 500)``,
+What is skipped is counted by reason (``GoalTasks.skipped``).
+
+Goals are shuffled with ``random.Random(233)`` (the original's
+``random.seed(233); random.shuffle``) and split test ``[0, 500)``,
 valid ``[500, 1500)``, train ``[1500, end)``, so each split holds the same
 products, instructions and options as the original's. Difference: the
 original draws prices and price caps from the unseeded global RNG (they
