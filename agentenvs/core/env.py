@@ -88,11 +88,24 @@ class InvalidAction(Exception):
     """Raised by ``_parse_action`` for text that names no applicable action."""
 
 
+class EmptySplitError(ValueError):
+    """The chosen split of the env's task source holds no task (a data folder without that split)."""
+
+
 class MissingProgram(FileNotFoundError):
     """A program outside Python that the env needs (a browser, a JVM) is not installed.
 
-    The message says how to install it; ``agentenvs run all`` skips such envs with that message.
+    The message says how to install it; ``agentenvs run all`` skips such envs with that message, and the
+    test suite skips the tests that need it where ``program`` is not on ``PATH``.
     """
+
+    def __init__(self, program: str, message: str) -> None:
+        super().__init__(message)
+        self.program = program
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # the default would rebuild it from ``args`` alone (the message), losing ``program``
+        return type(self), (self.program, str(self))
 
 
 @dataclass
@@ -163,7 +176,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
     ) -> None:
         task_source.check_split(split)
         if task_source.size(split) == 0:
-            raise ValueError(f"split {split!r} holds no tasks")
+            raise EmptySplitError(f"split {split!r} holds no tasks")
         self.max_turns = self.default_max_turns if max_turns is None else int(max_turns)
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
