@@ -122,9 +122,11 @@ class ColBenchEnv(CollaborationEnv):
         self.sandbox = Sandbox(sandbox_limits, hide=hide)
         self.reference_sandbox = Sandbox(REFERENCE_LIMITS, hide=hide, prewarm=False)
         self._expected: dict[str, tuple[CallResult, ...]] = {}
+        self.scoring_errors = 0  # undecodable jail lines and comparisons that raised, over all answers
 
     def _judge(self, answer: str) -> tuple[float, str]:
         evaluation = evaluate(answer, self.task.calls, self.expected(self.task), self.sandbox, self.scoring)
+        self.scoring_errors += evaluation.errors
         return (
             evaluation.score,
             f"Your function passed {evaluation.passed} of {evaluation.total} hidden tests.",

@@ -164,6 +164,13 @@ class Unserialisable(Exception):
     pass
 
 
+class OutputTooLarge(Exception):
+    pass
+
+
+_cap = [64 * 2**20]  # digest_chars, from the set-up: no string or container longer than this is encoded
+
+
 def encode(value, depth=0):
     """The canonical tagged JSON of ``value``: exact types only (no object can pose as
     another); the members of sets and the items of dicts sorted by their encoding, so equal
@@ -183,7 +190,11 @@ def encode(value, depth=0):
             return _float_repr(value)
         return "NaN" if _isnan(value) else "Infinity" if value > 0 else "-Infinity"
     if kind is _str:
+        if _len(value) > _cap[0]:
+            raise OutputTooLarge
         return _escape(value)
+    if kind in (_list, _tuple, _set, _frozenset, _dict, _bytes) and _len(value) > _cap[0]:
+        raise OutputTooLarge
     if kind in _ORDERED:
         return '{"' + _ORDERED[kind] + '": [' + ", ".join([encode(item, depth + 1) for item in value]) + "]}"
     if kind in _UNORDERED:
@@ -270,6 +281,8 @@ def load_seccomp():
     spec = importlib.util.spec_from_file_location("seccomp", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    for name in ("seccomp", "cython_runtime"):  # the jail's own tool, not something its code may import
+        sys.modules.pop(name, None)
     return module
 
 
@@ -411,6 +424,7 @@ def run(reader, fd, setup):
         _exit(0)
     emit(fd, "R")
     values, digests = setup["output_chars"], setup["digest_chars"]
+    _cap[0] = digests
     index = 0
     while True:
         message = reader.next()
@@ -424,7 +438,9 @@ def run(reader, fd, setup):
             elif _len(encoded) <= digests:
                 line = head + '"h": "' + _sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest() + '"}'
             else:
-                line = head + '"e": "output too large"}'
+                raise OutputTooLarge
+        except OutputTooLarge:
+            line = head + '"e": "output too large"}'
         except _BaseException as exc:  # SystemExit and KeyboardInterrupt included: a failed call
             line = head + '"e": ' + _escape(_type(exc).__name__) + "}"
         emit(fd, line)

@@ -39,6 +39,7 @@ import fractions
 import importlib.util
 import itertools
 import json
+import math
 import os
 import select
 import shutil
@@ -120,12 +121,32 @@ class LocalType:
     """A class the code made itself: equal to nothing (in ColBench, each run's class is a new object)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Array:
-    """A numpy array: its shape and its items as nested lists (equal when both are)."""
+    """A numpy array: its shape and its items as nested lists.
+
+    ``==`` follows numpy's truth value of ``a == b``: arrays of one element compare as that
+    element; for any other size numpy's result is ambiguous and ``==`` raises ``ValueError``,
+    which ColBench's scorer counts as a failed test.
+    """
 
     shape: tuple[int, ...]
     items: Any
+
+    @property
+    def only_item(self) -> Any:
+        """The single element (ValueError unless the array has exactly one)."""
+        if math.prod(self.shape) != 1:
+            raise ValueError("the truth value of an array with more than one element is ambiguous")
+        item = self.items
+        while isinstance(item, list):
+            (item,) = item
+        return item
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self.only_item == (other.only_item if isinstance(other, Array) else other))
+
+    __hash__ = None  # type: ignore[assignment]  (unhashable, as numpy's arrays)
 
 
 @dataclass(frozen=True)

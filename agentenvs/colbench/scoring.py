@@ -44,6 +44,7 @@ class Evaluation:
     total: int
     results: tuple[CallResult, ...]
     rejected: str = ""
+    errors: int = 0  # jail lines that could not be decoded + comparisons that raised (each a failed call)
 
 
 def strip_fences(answer: str) -> str:
@@ -64,12 +65,20 @@ def compile_error(code: str) -> str:
     return ""
 
 
-def passes(expected: CallResult, got: CallResult, scoring: str) -> bool:
+def passes(expected: CallResult, got: CallResult, scoring: str) -> bool | None:
+    """Whether ``got`` matches ``expected`` (``==`` on the decoded values, as ColBench compares,
+    a ``ValueError`` of the comparison a failed test as in ColBench); None when the comparison
+    raised anything else (e.g. ``decimal.InvalidOperation`` on a signalling NaN): a failed call."""
     if not (expected.ok and got.ok):
         return False
     if scoring == "reference" and expected.value is None:
         return False
-    return bool(expected.value == got.value)
+    try:
+        return bool(expected.value == got.value)
+    except ValueError:  # numpy's ambiguous truth value: ColBench's scorer counts the test as failed
+        return False
+    except Exception:  # counted by the caller as an error of this call
+        return None
 
 
 def evaluate(
@@ -92,6 +101,8 @@ def evaluate(
     error = compile_error(code)
     if error:
         return Evaluation(0.0, 0, total, tuple(CallResult(False, error=error) for _ in calls), rejected=error)
-    results = sandbox.run(code, calls, split_namespace=scoring == "reference").results
-    passed = sum(passes(e, g, scoring) for e, g in zip(expected, results))
-    return Evaluation(passed / total if total else 0.0, passed, total, results)
+    run = sandbox.run(code, calls, split_namespace=scoring == "reference")
+    verdicts = [passes(e, g, scoring) for e, g in zip(expected, run.results)]
+    passed = sum(verdict is True for verdict in verdicts)
+    errors = run.malformed + sum(verdict is None for verdict in verdicts)
+    return Evaluation(passed / total if total else 0.0, passed, total, run.results, errors=errors)
