@@ -1,10 +1,12 @@
 """ColBench: the cost of a sandboxed evaluation, of a question turn, and of a whole episode.
 
 - evaluation: one answer (the reference) on one task's 10 hidden calls,
-  through :class:`~agentenvs.colbench.sandbox.Sandbox` (a fresh jailed
-  interpreter; the budget is 150 ms), beside ColBench's own way in the same
-  run: ``exec`` of the answer and ``eval`` of each call inside this process,
-  with no isolation at all;
+  through :class:`~agentenvs.colbench.sandbox.Sandbox` (the budget is
+  150 ms) in both modes: the fork server (a fresh jail forked from a
+  pre-started template per evaluation, the default) and a fresh interpreter
+  per evaluation (``fork_server=False``, as the sandbox ran before it; 36 ms
+  median then), beside ColBench's own way in the same run: ``exec`` of the
+  answer and ``eval`` of each call inside this process, with no isolation;
 - question turn: ``env.step`` of a question answered by the rule collaborator
   (protocol, fact matching, potential, state key, info);
 - expert episode: reset, every fact's question, the answer and its scoring;
@@ -77,10 +79,12 @@ def main() -> None:
 
     tasks = GeneratedTasks()
     task = tasks.load(tasks.task_id("test", 0))
-    sandbox = Sandbox()
-    run = sandbox.run(task.reference, task.calls)
-    assert [r.value for r in run.results] == [r.value for r in task.expected]
+    sandbox, fresh = Sandbox(), Sandbox(fork_server=False)
+    for each in (sandbox, fresh):
+        run = each.run(task.reference, task.calls)
+        assert [r.value for r in run.results] == [r.value for r in task.expected]
     jailed = timings(lambda: sandbox.run(task.reference, task.calls), args.evaluations)
+    jailed_fresh = timings(lambda: fresh.run(task.reference, task.calls), args.evaluations)
     in_process = timings(lambda: colbench_in_process(task.reference, task.calls), args.evaluations)
 
     env = ColBenchEnv(split="test")
@@ -110,7 +114,8 @@ def main() -> None:
         median = statistics.median(values)
         table.add_row(name, f"{median * 1000:.1f} ms", f"{p90 * 1000:.1f} ms", f"{1 / median:.1f} {unit}/s")
 
-    row("evaluation, sandboxed (budget 150 ms)", jailed, "evaluations")
+    row("evaluation, sandboxed, fork server (budget 150 ms)", jailed, "evaluations")
+    row("evaluation, sandboxed, fresh interpreter each", jailed_fresh, "evaluations")
     row("evaluation, ColBench in-process (no isolation)", in_process, "evaluations")
     row("question turn, rule collaborator", turns, "turns")
     row("expert episode (questions + sandboxed answer)", episodes, "episodes")

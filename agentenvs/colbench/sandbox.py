@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,7 +263,7 @@ def hidden_paths(folders: Sequence[str]) -> list[str]:
     hidden: list[str] = []
     for folder in folders:
         hidden.append(os.path.realpath(folder))
-        for parent, dirs, files in os.walk(folder, followlinks=True):
+        for parent, dirs, files in os.walk(folder):  # links are not walked into: no cycle
             for name in dirs + files:
                 path = os.path.join(parent, name)
                 if os.path.islink(path):
@@ -302,6 +303,13 @@ class _Template:
             self.close()
             raise SandboxError(f"the jail template did not start (it said {reply!r})")
         self.isolation, _, self.reason = reply[2:].partition(" ")
+        if not self.isolation.endswith("+seccomp"):
+            warnings.warn(
+                f"the ColBench jail runs without a syscall filter ({self.isolation}): install Debian's "
+                "python3-seccomp for this interpreter's ABI (scripts/install_system_packages.sh)",
+                RuntimeWarning,
+                stacklevel=4,
+            )
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -326,8 +334,11 @@ class _Template:
 class _Jail:
     """One forked jail: the pipes to it and the lines it has written so far."""
 
-    def __init__(self, template: _Template, request: dict[str, Any], limits: SandboxLimits) -> None:
+    def __init__(
+        self, template: _Template, request: dict[str, Any], limits: SandboxLimits, *, owns_template: bool
+    ) -> None:
         self.limits = limits
+        self.template = template if owns_template else None
         self.workdir = request.get("workdir", "")
         task_read, self.task = os.pipe()
         self.results, result_write = os.pipe()
@@ -408,6 +419,8 @@ class _Jail:
             os.close(fd)
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.template is not None:
+            self.template.close()
 
 
 class Sandbox:
@@ -424,6 +437,8 @@ class Sandbox:
         python: the interpreter that runs the jail (this one's base interpreter by default).
         prewarm: keep one jail forked ahead.
         packages: the packages the jail may import beside the standard library.
+        fork_server: fork every jail from one pre-started template (default); False starts a
+            template, so a fresh interpreter, for every jail (slower; the benchmark's comparison).
     """
 
     def __init__(
@@ -434,12 +449,14 @@ class Sandbox:
         python: str | None = None,
         prewarm: bool = True,
         packages: Sequence[str] = JAIL_PACKAGES,
+        fork_server: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.hide = tuple(hidden_paths([str(p) for p in hide]))
         self.python = python or getattr(sys, "_base_executable", sys.executable)
         self.prewarm = prewarm
         self.packages = tuple(packages)
+        self.fork_server = fork_server
         self._template: _Template | None = None
         self._warm: _Jail | None = None
 
@@ -490,28 +507,31 @@ class Sandbox:
         if self._template is None or not self._template.alive():
             if self._template is not None:
                 self._template.close()
-            limits = self.limits
-            setup = {
-                "root": tempfile.mkdtemp(prefix="colbench-root-"),
-                "hide": list(self.hide),
-                "packages": package_folders(self.packages),
-                "memory_bytes": limits.memory_bytes,
-                "cpu_seconds": limits.cpu_seconds,
-                "max_processes": limits.max_processes,
-                "file_bytes": limits.file_bytes,
-                "tmpfs_bytes": limits.tmpfs_bytes,
-                "output_chars": limits.output_chars,
-                "digest_chars": limits.digest_chars,
-            }
-            self._template = _Template(self.python, setup, limits.startup_seconds)
+            self._template = self._start_template()
         return self._template
 
+    def _start_template(self) -> _Template:
+        limits = self.limits
+        setup = {
+            "root": tempfile.mkdtemp(prefix="colbench-root-"),
+            "hide": list(self.hide),
+            "packages": package_folders(self.packages),
+            "memory_bytes": limits.memory_bytes,
+            "cpu_seconds": limits.cpu_seconds,
+            "max_processes": limits.max_processes,
+            "file_bytes": limits.file_bytes,
+            "tmpfs_bytes": limits.tmpfs_bytes,
+            "output_chars": limits.output_chars,
+            "digest_chars": limits.digest_chars,
+        }
+        return _Template(self.python, setup, limits.startup_seconds)
+
     def _spawn(self) -> _Jail:
-        template = self._running_template()
+        template = self._running_template() if self.fork_server else self._start_template()
         request: dict[str, Any] = {"uid": 1_000_000 + (os.getpid() % 100_000) * 1_000 + next(_uid_counter) % 1_000}
         if template.isolation.startswith("none"):
             request["workdir"] = tempfile.mkdtemp(prefix="colbench-jail-")
-        return _Jail(template, request, self.limits)
+        return _Jail(template, request, self.limits, owns_template=not self.fork_server)
 
     def _take_jail(self) -> _Jail:
         jail, self._warm = self._warm, None
