@@ -51,12 +51,19 @@ def sandbox() -> Sandbox:
     return Sandbox(LIMITS)
 
 
+@pytest.fixture(scope="module")
+def patient() -> Sandbox:
+    """For payloads that import numpy or scan the whole heap (slow on a loaded machine)."""
+    return Sandbox(SandboxLimits(call_seconds=10.0, digest_chars=LIMITS.digest_chars))
+
+
 def run_contained(sandbox: Sandbox, code: str, calls=CALLS):
     """Run hostile code; check the time bound and that an honest evaluation still works after it."""
     began = time.monotonic()
     run = sandbox.run(code, calls)
     elapsed = time.monotonic() - began
-    bound = LIMITS.startup_seconds + LIMITS.call_seconds * (len(calls) + 1) * 2
+    limits = sandbox.limits
+    bound = limits.startup_seconds + limits.call_seconds * (len(calls) + 1) * 2
     assert elapsed <= bound, f"took {elapsed:.1f}s"
     after = sandbox.run(HONEST, CALLS)
     assert after.results == (CallResult(True, 2), CallResult(True, 4))
@@ -328,7 +335,7 @@ def errno_of_syscalls(calls: dict[str, str]) -> str:
 
 
 @FILTERED
-def test_an_answer_never_sees_the_calls_still_to_come(sandbox):
+def test_an_answer_never_sees_the_calls_still_to_come(patient):
     code = (
         # every string in the frames and in every container, then the later calls (kept reversed,
         # so the search itself puts none of them in memory)
@@ -340,12 +347,12 @@ def test_an_answer_never_sees_the_calls_still_to_come(sandbox):
         "    return [call for call in later if any(call[::-1] in t for t in texts)]\n"
         "def iter_frames(frame):\n    while frame is not None:\n        yield frame\n        frame = frame.f_back\n"
     )
-    run = run_contained(sandbox, code, ["f(7301)", "f(7302)", "f(7303)"])
+    run = run_contained(patient, code, ["f(7301)", "f(7302)", "f(7303)"])
     assert run.results == (CallResult(True, []),) * 3
 
 
 @FILTERED
-def test_an_answer_cannot_read_or_import_the_project_or_other_packages(sandbox):
+def test_an_answer_cannot_read_or_import_the_project_or_other_packages(patient):
     families = ROOT / "agentenvs" / "colbench" / "families.py"
     code = (
         "import importlib, os, sys\n"
@@ -359,7 +366,7 @@ def test_an_answer_cannot_read_or_import_the_project_or_other_packages(sandbox):
         "        except OSError as exc:\n            found[path] = type(exc).__name__\n"
         "    return found\n"
     )
-    [result] = run_contained(sandbox, code, ["f(0)"]).results
+    [result] = run_contained(patient, code, ["f(0)"]).results
     assert result.ok, result
     assert result.value.pop("numpy") == "imported"  # what ColBench's tasks import
     assert set(result.value.values()) <= {"ModuleNotFoundError", "FileNotFoundError", "PermissionError", 0}, result.value
@@ -561,7 +568,7 @@ def test_decoding_deep_and_huge_json_fails_the_call():
 
 
 # ----------------------------------------------------------------- ColBench's rule on its task format
-def test_every_type_colbench_compares_round_trips_equal_to_itself(sandbox):
+def test_every_type_colbench_compares_round_trips_equal_to_itself(patient):
     code = (
         "import collections, datetime, decimal, fractions\nimport numpy as np\n"
         "class Mine:\n    pass\n"
@@ -572,7 +579,7 @@ def test_every_type_colbench_compares_round_trips_equal_to_itself(sandbox):
         "            np.float64(0.5), np.arange(4).reshape(2, 2), np.bool_(True)]\n"
         "def g(x):\n    return Mine\n"
     )
-    run = run_contained(sandbox, code, ["f(1)", "g(0)"])
+    run = run_contained(patient, code, ["f(1)", "g(0)"])
     ours = run.results[0].value
     assert ours == [
         datetime.datetime(2024, 2, 29, 13, 5, tzinfo=datetime.timezone.utc),
@@ -583,7 +590,7 @@ def test_every_type_colbench_compares_round_trips_equal_to_itself(sandbox):
     ][:-2] + ours[-2:]  # fmt: skip
     array = ours[-2]
     assert (array.shape, array.items, ours[-1]) == ((2, 2), [[0, 1], [2, 3]], True)
-    assert run.results[1].ok and run.results[1].value != sandbox.run(code, ["g(0)"]).results[0].value
+    assert run.results[1].ok and run.results[1].value != patient.run(code, ["g(0)"]).results[0].value
 
 
 def test_outputs_past_the_value_limit_are_compared_by_digest(sandbox):
@@ -616,3 +623,20 @@ def test_colbench_rules_still_tell_a_wrong_answer_on_the_published_format(tmp_pa
         *_, info = env.step("I WANT TO ANSWER:" + answer)
         assert info["score"] < 1.0
     env.close()
+
+
+def test_a_forked_copy_of_a_sandbox_starts_its_own_template(sandbox):
+    sandbox.run(HONEST, CALLS)  # the template and a warm jail exist
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # e.g. a vector env's worker forked after the first evaluation
+        try:
+            ok = sandbox.run(HONEST, CALLS).results == (CallResult(True, 2), CallResult(True, 4))
+            os.write(write_end, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    assert os.read(read_end, 1) == b"1"
+    os.close(read_end)
+    assert sandbox.run(HONEST, CALLS).results == (CallResult(True, 2), CallResult(True, 4))

@@ -277,6 +277,7 @@ class _Template:
 
     def __init__(self, python: str, setup: dict[str, Any], seconds: float) -> None:
         self.root = setup["root"]
+        self.owner = os.getpid()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         flags = ["-s", "-S", "-B"] + (["-P"] if sys.version_info >= (3, 11) else [])
         self.process = subprocess.Popen(
@@ -504,6 +505,8 @@ class Sandbox:
                 return SandboxRun(tuple(results), True, isolation, jails, "", malformed, time.monotonic() - began)
 
     def _running_template(self) -> _Template:
+        if self._template is not None and self._template.owner != os.getpid():
+            self._template = self._warm = None  # a forked copy of this object: those are the parent's
         if self._template is None or not self._template.alive():
             if self._template is not None:
                 self._template.close()
@@ -534,6 +537,7 @@ class Sandbox:
         return _Jail(template, request, self.limits, owns_template=not self.fork_server)
 
     def _take_jail(self) -> _Jail:
+        self._running_template()
         jail, self._warm = self._warm, None
         if jail is None:
             jail = self._spawn()
