@@ -136,7 +136,8 @@ ALLOWED_SYSCALLS = (
     "getrlimit", "setrlimit", "prlimit64", "getrusage", "times", "sysinfo", "uname", "getrandom",
     "getcpu", "arch_prctl", "prctl", "capget", "sendmsg", "recvmsg", "sendto", "recvfrom", "shutdown",
     "getsockopt", "setsockopt", "getsockname", "getpeername", "membarrier", "timerfd_create",
-    "timerfd_settime", "timerfd_gettime",
+    "timerfd_settime", "timerfd_gettime", "restart_syscall", "epoll_pwait2", "getxattr", "lgetxattr",
+    "fgetxattr", "listxattr", "llistxattr", "flistxattr", "getpriority",
 )  # fmt: skip
 REFUSED_SYSCALLS = (
     "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "mount_setattr", "move_mount",

@@ -346,6 +346,10 @@ class _Jail:
         life_read, self.life = os.pipe()
         try:
             template.fork(request, (task_read, result_write, life_read))
+        except SandboxError:
+            for fd in (self.task, self.results, self.life):
+                os.close(fd)
+            raise
         finally:
             for fd in (task_read, result_write, life_read):
                 os.close(fd)
