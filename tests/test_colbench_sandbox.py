@@ -640,3 +640,23 @@ def test_a_forked_copy_of_a_sandbox_starts_its_own_template(sandbox):
     assert os.read(read_end, 1) == b"1"
     os.close(read_end)
     assert sandbox.run(HONEST, CALLS).results == (CallResult(True, 2), CallResult(True, 4))
+
+
+def test_hostile_strings_and_numbers_come_back_exactly(sandbox):
+    code = (
+        "def f(x):\n    return ['\\ud800', 'a\\u202eb\\u200b', '\\x00', 10**30, -10**400, 1e308 * 10, -0.0,\n"
+        "            float('nan'), x, {10**30: '\\udfff'}]\n"
+    )
+    [result] = run_contained(sandbox, code, ["f(1.0)"]).results
+    *plain, nan, x, keyed = result.value
+    assert plain == ["\ud800", "a\u202eb\u200b", "\x00", 10**30, -(10**400), float("inf"), -0.0]
+    assert nan != nan and type(x) is float and keyed == {10**30: "\udfff"}
+
+
+def test_colbench_rules_exec_the_code_afresh_for_every_call(sandbox):
+    code = "seen = []\ndef f(x):\n    return len(seen)\n"
+    calls = ["seen.append(0) or len(seen)"] * 2 + ["f(0)"]
+    colbench = sandbox.run(code, calls, split_namespace=True).results
+    assert [r.value for r in colbench[:2]] == [1, 1]  # new locals every call: nothing carries over
+    assert colbench[2].error == "NameError"  # top-level names are locals its functions do not see
+    assert [r.value for r in sandbox.run(code, calls).results] == [1, 2, 2]  # one module

@@ -41,7 +41,9 @@ space, CPU seconds, processes, file size, open files, no core dumps), drops to
 installs the syscall filter (:func:`syscall_filter`) and writes ``S
 <isolation>``. Only then does it read its task, one JSON line at a time from
 the task pipe: first ``{"code": str, "split_namespace": bool}`` (it answers
-``R``, or ``D <error>`` when the code raised), then one ``{"call": str}`` per
+``R``, or ``D <error>`` when the code raised; ``split_namespace`` runs the
+code as ColBench's scorer did: ``exec`` into locals of their own, afresh for
+every call, with the globals kept), then one ``{"call": str}`` per
 hidden call, each sent by the parent only after the previous result came
 back, so the code never holds a call still to come. Each call is answered
 ``{"i": index, "v": tagged value}``, ``{"i": index, "h": sha256}`` (a value
@@ -417,9 +419,10 @@ def run(reader, fd, setup):
     task = reader.next()
     builtins_dict = dict(__builtins__.__dict__ if hasattr(__builtins__, "__dict__") else __builtins__)
     scope = {"__builtins__": builtins_dict, "__name__": "__main__"}
-    local_scope = {} if task["split_namespace"] else scope
+    code, split = task["code"], task["split_namespace"]
+    local_scope = {} if split else scope
     try:
-        _exec(task["code"], scope, local_scope)
+        _exec(code, scope, local_scope)
     except _BaseException as exc:  # the code's own failure is the result; report it
         emit(fd, "D " + _type(exc).__name__)
         _exit(0)
@@ -433,6 +436,9 @@ def run(reader, fd, setup):
             _exit(0)
         head = '{"i": ' + _int_repr(index) + ", "
         try:
+            if split:  # ColBench execs the code afresh, into new locals, for every call
+                local_scope = {}
+                _exec(code, scope, local_scope)
             encoded = encode(_eval(message["call"], scope, local_scope))
             if _len(encoded) <= values:
                 line = head + '"v": ' + encoded + "}"

@@ -8,9 +8,12 @@ Two rule sets, both run the code in the :class:`~agentenvs.colbench.sandbox.Sand
 - ``"reference"``: ColBench's own rules (sweet_rl ``check_correctness``), for
   parity: an answer containing any of :data:`FORBIDDEN_SUBSTRINGS` scores 0;
   fences stripped the same way; the code is ``exec``'d as the original did,
-  inside a function, so its top-level names are locals that its functions do
-  not see; a call passes only when the reference output is not ``None`` and
-  equals the answer's (an exception counts as ``None``).
+  inside a function and afresh for every call, so its top-level names are
+  locals that its functions do not see and no module-level state carries from
+  one call to the next; a call passes only when the reference output is not
+  ``None`` and equals the answer's (an exception counts as ``None``; a
+  ``ValueError`` raised by ``==``, numpy's ambiguous truth value, fails the
+  call as in the original).
 """
 
 from __future__ import annotations
