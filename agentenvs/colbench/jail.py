@@ -350,7 +350,9 @@ def build_root(libc, setup, root):
         libc_call(libc, "mount", f"/dev/{name}".encode(), target.encode(), None, MS_BIND, None)
     for folder in ("/proc", "/tmp", "/var/tmp", "/dev/shm"):
         os.makedirs(root + folder, exist_ok=True)
-    for folder in packages_folders(root):
+    if level == "userns":  # a user namespace may mount a proc only where one is already visible
+        libc_call(libc, "mount", b"/proc", (root + "/proc").encode(), None, MS_BIND | MS_REC, None)
+    for folder in site_package_folders(root):
         mount_tmpfs(libc, folder, 4096, "0000")
     for path in setup["hide"]:
         target = root + path
@@ -374,7 +376,7 @@ def bind(libc, source, target):
     return 0 if libc.mount(None, target.encode(), None, flags, None) == 0 else 1
 
 
-def packages_folders(root):
+def site_package_folders(root):
     """Every ``site-packages`` / ``dist-packages`` folder of the bound trees (inside ``root``)."""
     found = set()
     for base in ("/usr/lib", "/usr/local/lib", os.path.realpath(sys.base_prefix) + "/lib"):
