@@ -46,7 +46,8 @@ state key          the task's hidden spec (reference + test calls) + the set of
 Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's
 rules, for parity); see :mod:`agentenvs.colbench.scoring`. Every answer runs
 in :class:`~agentenvs.colbench.sandbox.Sandbox`; the reference outputs stay in
-this process. ``info["privileged"]`` (SWEET-RL's training-time information):
+this process; ``env.scoring_errors`` counts the jail lines that could not be
+decoded and the comparisons that raised (each failed its call, none raised). ``info["privileged"]`` (SWEET-RL's training-time information):
 ``reference`` (the source), ``hidden_facts`` (the collaborator's answers,
 one per fact) and ``function``; never rendered. Tasks: built in (train
 10,000 / valid 1,000 / test 1,000) or ColBench's files with ``data_dir=``
