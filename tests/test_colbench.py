@@ -9,6 +9,7 @@ import re
 
 import gymnasium as gym
 import pytest
+from fixtures.colbench_tasks import write_official
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.colbench.collaborators import DONT_KNOW, RuleCollaborator, asked_facts
@@ -19,7 +20,6 @@ from agentenvs.colbench.sandbox import CallResult, Sandbox, SandboxLimits
 from agentenvs.colbench.scoring import evaluate, strip_fences
 from agentenvs.colbench.tasks import BackendTask, GeneratedTasks, generate_task, run_trusted_reference
 from agentenvs.core import derive_rng
-from fixtures.colbench_tasks import write_official
 
 LIMITS = SandboxLimits(call_seconds=2.0)
 

@@ -13,7 +13,9 @@ SANDBOX_TESTS = ROOT / "tests" / "test_colbench_sandbox.py"
 
 
 def test_every_figure_of_the_readme_colbench_row_is_in_the_recorded_output():
-    (row,) = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| ColBench (")]
+    (row,) = [
+        line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| ColBench (")
+    ]
     quoted = set(FIGURE.findall(row))
     recorded = set(FIGURE.findall(RESULT.read_text()))
     assert len(quoted) >= 6, row

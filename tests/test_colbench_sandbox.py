@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import fractions
+import math
 import os
 import platform
 import socket
@@ -16,6 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.colbench_tasks import (
+    ADD_TASK,
+    DATETIME_TASK,
+    PUBLISHED_FEATURE_TASKS,
+    SET_ORDER_TASK,
+    write_hugging_face_cache,
+    write_official,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,14 +40,6 @@ from agentenvs.colbench.sandbox import (
     SandboxLimits,
     TypeName,
     decode,
-)
-from fixtures.colbench_tasks import (
-    ADD_TASK,
-    DATETIME_TASK,
-    PUBLISHED_FEATURE_TASKS,
-    SET_ORDER_TASK,
-    write_hugging_face_cache,
-    write_official,
 )
 
 LIMITS = SandboxLimits(call_seconds=0.5, digest_chars=2**21)
@@ -305,6 +306,7 @@ def test_decode_rejects_malformed_nodes(node):
 ROOT = Path(agentenvs.__file__).resolve().parents[1]
 X86_64 = platform.machine() == "x86_64"  # the syscall numbers below are x86-64's
 
+
 def template_isolation() -> str:
     probe = Sandbox(prewarm=False)
     try:
@@ -369,7 +371,9 @@ def test_an_answer_cannot_read_or_import_the_project_or_other_packages(patient):
     [result] = run_contained(patient, code, ["f(0)"]).results
     assert result.ok, result
     assert result.value.pop("numpy") == "imported"  # what ColBench's tasks import
-    assert set(result.value.values()) <= {"ModuleNotFoundError", "FileNotFoundError", "PermissionError", 0}, result.value
+    assert set(result.value.values()) <= {"ModuleNotFoundError", "FileNotFoundError", "PermissionError", 0}, (
+        result.value
+    )
 
 
 @FILTERED
@@ -393,14 +397,21 @@ def test_regenerating_the_hidden_task_with_the_public_generator_scores_nothing()
 @pytest.mark.parametrize(
     "line",
     [
-        '{"i": 0, "v": {"c": [1' + "0" * 400 + ', 0]}}',
+        '{"i": 0, "v": {"c": [1' + "0" * 400 + ", 0]}}",
         '{"i": 0, "v": 1' + "0" * 5000 + "}",
         '{"i": 0, "v": {"fr": [1, 0]}}',
         '{"i": 0, "v": {"dt": "2024-13-45"}}',
         '{"i": 0, "v": ' + "[" * 200_000 + "]" * 200_000 + "}",
         '{"i": 0, "h": "not a digest"}',
     ],
-    ids=["400-digit-complex", "5000-digit-int", "zero-denominator", "bad-date", "200k-brackets", "bad-digest"],
+    ids=[
+        "400-digit-complex",
+        "5000-digit-int",
+        "zero-denominator",
+        "bad-date",
+        "200k-brackets",
+        "bad-digest",
+    ],
 )
 def test_a_forged_result_line_fails_its_call_and_is_counted(sandbox, line):
     code = (
@@ -547,7 +558,10 @@ def test_decoding_random_bytes_never_raises(data):
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["l", "d", "c", "a", "h", "x"]), inner, max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["l", "d", "c", "a", "h", "x"]), inner, max_size=2)
+    ),
     max_leaves=30,
 )
 
@@ -595,13 +609,19 @@ def test_every_type_colbench_compares_round_trips_equal_to_itself(patient):
 
 def test_outputs_past_the_value_limit_are_compared_by_digest(sandbox):
     code = "def f(x):\n    return [set(range(x)), {n: str(n) for n in range(x)}]\n"
-    reversed_order = "def f(x):\n    return [set(range(x - 1, -1, -1)), {n: str(n) for n in reversed(range(x))}]\n"
+    reversed_order = (
+        "def f(x):\n    return [set(range(x - 1, -1, -1)), {n: str(n) for n in reversed(range(x))}]\n"
+    )
     big = LIMITS.output_chars // 4
-    first, second, other = (sandbox.run(c, [f"f({big})"]).results[0] for c in (code, reversed_order, code.replace("str(n)", "n")))
+    first, second, other = (
+        sandbox.run(c, [f"f({big})"]).results[0] for c in (code, reversed_order, code.replace("str(n)", "n"))
+    )
     assert isinstance(first.value, Digest) and first == second and first != other
 
 
-@pytest.mark.parametrize("row", PUBLISHED_FEATURE_TASKS, ids=["numpy", "datetime", "type", "large", "set-order"])
+@pytest.mark.parametrize(
+    "row", PUBLISHED_FEATURE_TASKS, ids=["numpy", "datetime", "type", "large", "set-order"]
+)
 def test_ground_truth_scores_one_under_colbench_rules_on_the_published_format(tmp_path, row):
     root = write_official(tmp_path, {"test": [row]})
     env = ColBenchEnv(split="test", data_dir=str(root), scoring="reference")
@@ -615,7 +635,9 @@ def test_colbench_rules_still_tell_a_wrong_answer_on_the_published_format(tmp_pa
     root = write_official(tmp_path, {"test": [SET_ORDER_TASK, DATETIME_TASK]})
     env = ColBenchEnv(split="test", data_dir=str(root), scoring="reference")
     wrong = {
-        0: SET_ORDER_TASK["ground_truth"].replace("list(set(", "sorted(set("),  # another order: a list differs
+        0: SET_ORDER_TASK["ground_truth"].replace(
+            "list(set(", "sorted(set("
+        ),  # another order: a list differs
         1: DATETIME_TASK["ground_truth"].replace(").date()", ")"),  # a datetime where a date was due
     }
     for index, answer in wrong.items():
@@ -650,7 +672,7 @@ def test_hostile_strings_and_numbers_come_back_exactly(sandbox):
     [result] = run_contained(sandbox, code, ["f(1.0)"]).results
     *plain, nan, x, keyed = result.value
     assert plain == ["\ud800", "a\u202eb\u200b", "\x00", 10**30, -(10**400), float("inf"), -0.0]
-    assert nan != nan and type(x) is float and keyed == {10**30: "\udfff"}
+    assert math.isnan(nan) and type(x) is float and keyed == {10**30: "\udfff"}
 
 
 def test_colbench_rules_exec_the_code_afresh_for_every_call(sandbox):

@@ -205,7 +205,10 @@ def encode(value, depth=0):
         return '{"' + _UNORDERED[kind] + '": [' + ", ".join(members) + "]}"
     if kind is _dict:
         pairs = _sorted(
-            ["[" + encode(key, depth + 1) + ", " + encode(item, depth + 1) + "]" for key, item in value.items()]
+            [
+                "[" + encode(key, depth + 1) + ", " + encode(item, depth + 1) + "]"
+                for key, item in value.items()
+            ]
         )
         return '{"d": [' + ", ".join(pairs) + "]}"
     if kind is _bytes:
@@ -297,14 +300,23 @@ def syscall_filter(seccomp):
         if name == "clone":
             rules.add_rule(seccomp.ALLOW, name, seccomp.Arg(0, seccomp.MASKED_EQ, NAMESPACE_FLAGS, 0))
             rules.add_rule(refuse, name, seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_NEWNS, CLONE_NEWNS))
-            for flag in (CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET):
+            for flag in (
+                CLONE_NEWCGROUP,
+                CLONE_NEWUTS,
+                CLONE_NEWIPC,
+                CLONE_NEWUSER,
+                CLONE_NEWPID,
+                CLONE_NEWNET,
+            ):
                 rules.add_rule(refuse, name, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
         else:
             add_if_known(seccomp, rules, seccomp.ALLOW, name)
     for name in REFUSED_SYSCALLS:
         add_if_known(seccomp, rules, refuse, name)
     rules.add_rule(seccomp.ALLOW, "socketpair", seccomp.Arg(0, seccomp.EQ, socket.AF_UNIX))
-    rules.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socketpair", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    rules.add_rule(
+        seccomp.ERRNO(errno.EAFNOSUPPORT), "socketpair", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX)
+    )
     return rules
 
 
@@ -556,7 +568,7 @@ def main():
     try:
         seccomp = load_seccomp()
         rules = syscall_filter(seccomp) if seccomp is not None else None
-    except Exception as exc:  # a broken binding: the parent raises it, never runs unfiltered unknowingly
+    except Exception as exc:  # noqa: BLE001 (a broken binding: sent to the parent, which raises it)
         control.sendall(f"E {type(exc).__name__}: {exc}".encode())
         return
     reason = ""

@@ -239,7 +239,7 @@ def decode(node: Any, depth: int = 0) -> Any:
         return decoder(body, depth)
     except MalformedOutput:
         raise
-    except Exception as exc:  # unhashable keys, bad pairs, bad hex, huge numbers, bad dates
+    except Exception as exc:  # noqa: BLE001 (unhashable keys, bad pairs or hex, huge numbers, bad dates)
         raise MalformedOutput(f"{tag}: {type(exc).__name__}") from None
 
 
@@ -506,7 +506,9 @@ class Sandbox:
                     tuple(results), False, isolation, jails, error, malformed, time.monotonic() - began
                 )
             if len(results) >= len(calls):
-                return SandboxRun(tuple(results), True, isolation, jails, "", malformed, time.monotonic() - began)
+                return SandboxRun(
+                    tuple(results), True, isolation, jails, "", malformed, time.monotonic() - began
+                )
 
     def _running_template(self) -> _Template:
         if self._template is not None and self._template.owner != os.getpid():
@@ -535,7 +537,9 @@ class Sandbox:
 
     def _spawn(self) -> _Jail:
         template = self._running_template() if self.fork_server else self._start_template()
-        request: dict[str, Any] = {"uid": 1_000_000 + (os.getpid() % 100_000) * 1_000 + next(_uid_counter) % 1_000}
+        request: dict[str, Any] = {
+            "uid": 1_000_000 + (os.getpid() % 100_000) * 1_000 + next(_uid_counter) % 1_000
+        }
         if template.isolation.startswith("none"):
             request["workdir"] = tempfile.mkdtemp(prefix="colbench-jail-")
         return _Jail(template, request, self.limits, owns_template=not self.fork_server)
@@ -610,5 +614,5 @@ class Sandbox:
             if "h" in record:
                 return CallResult(True, _digest(record["h"]))
             return CallResult(True, decode(record["v"]))
-        except Exception as exc:  # any bytes a jail writes: counted by the caller, never raised
+        except Exception as exc:  # noqa: BLE001 (any bytes a jail writes: a failed call, counted)
             return CallResult(False, error=f"malformed output: {type(exc).__name__}")
