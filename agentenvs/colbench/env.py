@@ -154,6 +154,7 @@ class ColBenchEnv(CollaborationEnv):
 
     def close(self) -> None:
         self.sandbox.close()
+        self.reference_sandbox.close()
         super().close()
 
     def expert(self) -> Any:
