@@ -682,3 +682,12 @@ def test_colbench_rules_exec_the_code_afresh_for_every_call(sandbox):
     assert [r.value for r in colbench[:2]] == [1, 1]  # new locals every call: nothing carries over
     assert colbench[2].error == "NameError"  # top-level names are locals its functions do not see
     assert [r.value for r in sandbox.run(code, calls).results] == [1, 2, 2]  # one module
+
+
+def test_a_ready_template_leaves_no_folder_behind_and_close_ends_it():
+    probe = Sandbox(LIMITS)
+    assert probe.run(HONEST, CALLS).results == (CallResult(True, 2), CallResult(True, 4))
+    template = probe._template
+    assert not Path(template.root).exists()
+    probe.close()
+    assert template.process.poll() is not None

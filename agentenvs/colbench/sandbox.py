@@ -304,6 +304,10 @@ class _Template:
             self.close()
             raise SandboxError(f"the jail template did not start (it said {reply!r})")
         self.isolation, _, self.reason = reply[2:].partition(" ")
+        try:
+            os.rmdir(self.root)  # the template has pivoted into it (or given up): the host's folder is free
+        except OSError:
+            pass  # a kernel that keeps it busy: removed again at close()
         if not self.isolation.endswith("+seccomp"):
             warnings.warn(
                 f"the ColBench jail runs without a syscall filter ({self.isolation}): install Debian's "
@@ -326,10 +330,13 @@ class _Template:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        self._remove_root()
+
+    def _remove_root(self) -> None:
         try:
             os.rmdir(self.root)
-        except OSError:
-            pass  # still a mount point somewhere, or never made: an empty folder either way
+        except FileNotFoundError:
+            pass  # removed once the template was ready
 
 
 class _Jail:
