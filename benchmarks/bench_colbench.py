@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import statistics
 import time
@@ -77,6 +78,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     args = parser.parse_args()
 
+    load = os.getloadavg()[0]
     tasks = GeneratedTasks()
     task = tasks.load(tasks.task_id("test", 0))
     sandbox, fresh = Sandbox(), Sandbox(fork_server=False)
@@ -123,6 +125,9 @@ def main() -> None:
         row("frontend page render, Chromium (budget 200 ms)", renders, "renders")
     Console().print(table)
     print(f"expert mean score {statistics.mean(scores):.3f} over {len(scores)} test tasks")
+    print(
+        f"load average {load:.1f} at the start on {os.cpu_count()} cores (other work on the machine inflates every row)"
+    )
 
 
 if __name__ == "__main__":

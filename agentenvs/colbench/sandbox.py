@@ -308,13 +308,18 @@ class _Template:
             os.rmdir(self.root)  # the template has pivoted into it (or given up): the host's folder is free
         except OSError:
             pass  # a kernel that keeps it busy: removed again at close()
-        if not self.isolation.endswith("+seccomp"):
-            warnings.warn(
-                f"the ColBench jail runs without a syscall filter ({self.isolation}): install Debian's "
-                "python3-seccomp for this interpreter's ABI (scripts/install_system_packages.sh)",
-                RuntimeWarning,
-                stacklevel=4,
+        missing = []
+        if self.isolation.startswith("none"):
+            missing.append(
+                f"no namespaces ({self.reason or 'refused'}): run as root or allow user namespaces"
             )
+        if not self.isolation.endswith("+seccomp"):
+            missing.append(
+                "no syscall filter: install Debian's python3-seccomp for this interpreter's ABI "
+                "(scripts/install_system_packages.sh)"
+            )
+        if missing:
+            warnings.warn(f"the ColBench jail runs with {'; '.join(missing)}", RuntimeWarning, stacklevel=4)
 
     def alive(self) -> bool:
         return self.process.poll() is None
