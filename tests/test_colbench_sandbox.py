@@ -507,21 +507,20 @@ def test_no_nested_namespace_mount_or_tracing_is_possible(sandbox):
 @FILTERED
 def test_symlinked_official_task_files_and_their_blobs_are_invisible(tmp_path):
     snapshot, blob = write_hugging_face_cache(tmp_path, [ADD_TASK])
-    env = ColBenchEnv(split="test", data_dir=str(snapshot))
+    env = ColBenchEnv(split="test", data_dir=str(snapshot), sandbox_limits=SandboxLimits(call_seconds=10.0))
     env.reset(seed=0)
-    cheat = (
+    link = snapshot / "backend_tasks" / "test.jsonl"
+    probe = (  # every path the mount table names, the link, the blob, its folder and the cache
         "import glob, os\ndef add(a, b):\n    found = []\n"
         "    mounts = open('/proc/self/mountinfo').read().split()\n"
-        f"    for path in [{str(blob)!r}, {str(blob.parent)!r}, *mounts, *glob.glob('/**/*.jsonl', recursive=True)]:\n"
+        f"    paths = [{str(link)!r}, {str(blob)!r}, {str(blob.parent)!r}, *mounts]\n"
+        f"    for path in paths + glob.glob({str(tmp_path)!r} + '/**', recursive=True):\n"
         "        try:\n"
-        "            found.append(open(path).read() if os.path.isfile(path) else ''.join(os.listdir(path)))\n"
+        "            found.append(open(path).read() if os.path.isfile(path) else ' '.join(os.listdir(path)))\n"
         "        except OSError:\n            pass\n"
-        "    if any('ground_truth' in text or '5f1c0ffee' in text for text in found):\n        return a + b\n"
-        "    return None\n"
+        "    return [text for text in found if 'ground_truth' in text or '5f1c0ffee' in text]\n"
     )
-    *_, info = env.step("I WANT TO ANSWER:" + cheat)
-    assert info["score"] == 0.0
-    env.reset(seed=0)
+    assert env.sandbox.run(probe, ["add(1, 2)"]).results == (CallResult(True, []),)
     *_, info = env.step("I WANT TO ANSWER:" + ADD_TASK["ground_truth"])
     assert info["score"] == 1.0
     env.close()
