@@ -380,12 +380,15 @@ def test_an_answer_cannot_read_or_import_the_project_or_other_packages(patient):
 def test_regenerating_the_hidden_task_with_the_public_generator_scores_nothing():
     env = ColBenchEnv(split="test")
     env.reset(seed=0)
-    cheat = (
+    cheat = (  # full marks wherever the project's source can be imported (checked here, outside the jail)
         f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
         "from agentenvs.colbench.tasks import GeneratedTasks\n"
-        f"task = GeneratedTasks().load({env.task.task_id!r})\n"
-        f"def {env.task.function}(*args):\n    return None\n"
+        f"hidden = {{}}\nexec(GeneratedTasks().load({env.task.task_id!r}).reference, hidden)\n"
+        f"def {env.task.function}(*args, **kwargs):\n    return hidden[{env.task.function!r}](*args, **kwargs)\n"
     )
+    outside: dict = {}
+    exec(cheat, outside)  # noqa: S102 (the cheat works in this process)
+    assert [eval(call, outside) for call in env.task.calls] == [r.value for r in env.task.expected]
     *_, info = env.step("I WANT TO ANSWER:" + cheat)
     assert info["score"] == 0.0
     env.reset(seed=0)
