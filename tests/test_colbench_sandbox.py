@@ -693,3 +693,16 @@ def test_a_ready_template_leaves_no_folder_behind_and_close_ends_it():
     assert not Path(template.root).exists()
     probe.close()
     assert template.process.poll() is not None
+
+
+@FILTERED
+def test_hidden_folders_inside_what_the_jail_sees_are_covered():
+    hiding = Sandbox(LIMITS, hide=["/usr/share/doc"])
+    code = (
+        "import os\ndef f(x):\n    try:\n        return os.listdir('/usr/share/doc')\n"
+        "    except OSError as exc:\n        return type(exc).__name__\n"
+    )
+    try:
+        assert run_contained(hiding, code, ["f(0)"]).results == (CallResult(True, "PermissionError"),)
+    finally:
+        hiding.close()
