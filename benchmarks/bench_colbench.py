@@ -12,7 +12,12 @@
 - expert episode: reset, every fact's question, the answer and its scoring;
 - frontend render: one built-in page in the shared Chromium, a second render
   of the same page (the budget is 0.2 s), where Playwright and Debian's
-  ``chromium`` are installed.
+  ``chromium`` are installed;
+- jail start-up, the measurement behind :mod:`agentenvs.colbench.jail`'s
+  choice of its own namespace code over bubblewrap: a jail forked from the
+  template until it is ready, against an interpreter start
+  (``python -I -S -c pass``) bare and under Debian's ``bwrap`` (namespaces,
+  read-only binds, ``--disable-userns``), where bubblewrap is installed.
 
 Every figure is wall time on this machine in this run (a loaded machine
 inflates the sandbox's process start-up most).
@@ -27,6 +32,8 @@ import importlib.util
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 
 from rich.console import Console
@@ -61,6 +68,32 @@ def render_timings(repeats: int) -> list[float]:
     spent = timings(lambda: renderer.render(page), repeats)
     renderer.close()
     return spent
+
+
+def startup_timings(repeats: int) -> dict[str, list[float]]:
+    """Seconds to a ready jail from the template, and to a bare or bubblewrapped interpreter start."""
+    sandbox = Sandbox(prewarm=False)
+
+    def fork_until_ready() -> None:
+        jail = sandbox._spawn()
+        assert jail.ready()
+        jail.kill()
+
+    python = getattr(sys, "_base_executable", sys.executable)
+    start = [python, "-I", "-S", "-c", "pass"]
+    found = {"jail forked from the template, until ready": timings(fork_until_ready, repeats)}
+    sandbox.close()
+    found["interpreter start, bare"] = timings(lambda: subprocess.run(start, check=True), repeats)
+    if shutil.which("bwrap"):
+        prefix = os.path.realpath(sys.base_prefix)
+        binds = [arg for top in ("/usr", prefix) for arg in ("--ro-bind", top, top)]
+        links = [arg for top in ("bin", "lib", "lib64") for arg in ("--symlink", f"usr/{top}", f"/{top}")]
+        bwrap = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
+        bwrap += [*binds, *links, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev", "--"]
+        found["interpreter start under bubblewrap"] = timings(
+            lambda: subprocess.run(bwrap + start, check=True), repeats
+        )
+    return found
 
 
 def timings(run, repeats: int) -> list[float]:
@@ -106,6 +139,7 @@ def main() -> None:
         scores.append(info["score"])
 
     renders = render_timings(20)
+    startups = startup_timings(args.evaluations)
 
     table = Table(title=f"ColBench (isolation: {run.isolation}; 10 hidden calls per task)")
     for column in ("what", "median", "p90", "rate"):
@@ -123,6 +157,8 @@ def main() -> None:
     row("expert episode (questions + sandboxed answer)", episodes, "episodes")
     if renders:
         row("frontend page render, Chromium (budget 200 ms)", renders, "renders")
+    for name, spent in startups.items():
+        row(name, spent, "starts")
     Console().print(table)
     print(f"expert mean score {statistics.mean(scores):.3f} over {len(scores)} test tasks")
     print(

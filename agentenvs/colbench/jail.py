@@ -73,14 +73,15 @@ host path), ``socketpair`` only for ``AF_UNIX``. The environment holds only
 **Why not bubblewrap.** Debian's bubblewrap 0.8 (``--unshare-all
 --disable-userns --seccomp FD``) builds the same namespaces, binds and filter,
 but only at exec time: every evaluation would pay its exec plus a fresh
-interpreter. Measured here, as root, median of 20 runs: ``python -I -S -c
-pass`` 8.7 ms, the same under bwrap 13.7 ms, bwrap running ``/usr/bin/true``
-6.0 ms. A fork server forks a template that has already started, imported and
-built the root (a few ms in all), which bwrap cannot serve: a template under
-bwrap would share one set of namespaces and one ``/tmp`` between evaluations.
-The hand-written code is what lets each evaluation get namespaces of its own
-from a pre-started template; bubblewrap would add a dependency and a setuid
-binary without removing any of it.
+interpreter, and a template started under it would share one set of
+namespaces and one ``/tmp`` between the jails it forks. Measured by
+``benchmarks/bench_colbench.py`` (its start-up rows; as root, medians of 100 on
+the shared 2-core machine, in ``benchmarks/results/bench_colbench.txt``): a
+jail forked from this template until ready 17.5 ms, a bare ``python -I -S -c
+pass`` 20.6 ms, the same under bwrap 39.8 ms. So bubblewrap would double the
+start it cannot avoid, and the hand-written code, which is what gives each
+forked jail namespaces of its own, would still be needed; it would add a
+setuid binary and remove nothing.
 """
 
 import ctypes
