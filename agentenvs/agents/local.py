@@ -31,6 +31,23 @@ def plain_chat_prompt(messages: list[dict[str, str]]) -> str:
     return "".join(lines) + "<|assistant|>\n"
 
 
+class _StopStrings:
+    """Ends generation once the reply's text (the prompt excluded, as in vLLM) holds a stop string.
+
+    (transformers' own ``stop_strings`` also match across the end of the
+    prompt: a reply opening with "\n\n" would stop at "\n\n\n".)
+    """
+
+    def __init__(self, tokenizer: Any, prompt_length: int, stop: Sequence[str]) -> None:
+        self.tokenizer, self.prompt_length, self.stop = tokenizer, prompt_length, stop
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        text = self.tokenizer.decode(input_ids[0, self.prompt_length :], skip_special_tokens=True)
+        return torch.tensor([any(s in text for s in self.stop)], dtype=torch.bool, device=input_ids.device)
+
+
 class TransformersChat:
     """Chat completions from a transformers causal LM.
 
@@ -118,8 +135,7 @@ class TransformersChat:
                 top_k=None,
                 pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos,
                 eos_token_id=eos,
-                stop_strings=stop or None,
-                tokenizer=self.tokenizer if stop else None,
+                stopping_criteria=[_StopStrings(self.tokenizer, len(ids), stop)] if stop else None,
             )
         generated = output[0, len(ids) :].tolist()
         stopped = eos is not None and generated and generated[-1] == eos
