@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
@@ -77,10 +78,16 @@ def board_page(rows: Sequence[dict[str, Any]], link: Link) -> str:
     """The board: one row per verified submission, overall and per-env score and success."""
     env_ids = sorted({env_id for row in rows for env_id in row["summary"]["envs"]})
     headers = ["model", "size", "kind", "date", "verified", "envs", "overall score", "overall success"]
-    headers += [f"{env_id.split('/')[-1]} score" for env_id in env_ids]
+    headers += [f"{env_id.split('/')[-1]} score" for env_id in env_ids] + ["settings"]
     head = "".join(f'<th data-column="{i}">{escape(name)}</th>' for i, name in enumerate(headers))
     body = []
-    ordered = sorted(rows, key=lambda row: -row["summary"]["overall"]["score"]["mean"])
+    # rows rank only among submissions of the same panel and generation settings (settings_digest)
+    ordered = sorted(
+        rows,
+        key=lambda row: (
+            row["panel"], row["metadata"]["settings_digest"], -row["summary"]["overall"]["score"]["mean"]
+        ),
+    )
     for row in ordered:
         summary = row["summary"]
         cells = [
@@ -97,6 +104,9 @@ def board_page(rows: Sequence[dict[str, Any]], link: Link) -> str:
             _interval_cell(summary["envs"].get(env_id, {}).get("score"), as_percent=False)
             for env_id in env_ids
         ]
+        settings = json.dumps(row["metadata"]["settings"], sort_keys=True)
+        digest = row["metadata"]["settings_digest"]
+        cells.append(f'<td data-sort="{digest}" title="{escape(settings)}">{digest[:8]}</td>')
         body.append(f"<tr>{''.join(cells)}</tr>")
     table = (
         f'<table class="sortable" id="board"><thead><tr>{head}</tr></thead>'
@@ -120,6 +130,7 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
         ("endpoint kind", row["endpoint"]),
         ("panel", f"{row['panel']} ({meta['panel_digest']})"),
         ("package version", meta["package_version"]),
+        ("settings", f"{json.dumps(meta['settings'], sort_keys=True)} ({meta['settings_digest']})"),
         ("evaluated", row["created"]),
         ("received", row["received"]),
         ("status", row["status"]),

@@ -19,6 +19,7 @@ from fixtures.app_server import serving  # noqa: E402
 
 from agentenvs.agents.local import TransformersChat  # noqa: E402
 from agentenvs.agents.openai_server import create_app  # noqa: E402
+from agentenvs.core.chat import ChatClient, ContextLengthError  # noqa: E402
 from baselines.tiny import save_chat_model  # noqa: E402
 
 PROMPT = [{"role": "system", "content": "push the box"}, {"role": "user", "content": "#####\n#P_O#\n#####"}]
@@ -121,5 +122,7 @@ def test_models_report_the_context_and_a_long_prompt_is_refused_as_vllm_does(ser
     counted = json.loads(urllib.request.urlopen(request).read())
     assert counted["count"] == create(client, max_tokens=1).usage.prompt_tokens == len(counted["tokens"])
     assert counted["max_model_len"] == CONTEXT
+    with pytest.raises(ContextLengthError, match="maximum context length"):
+        ChatClient(f"{url}/v1", "tiny", max_retries=0).complete(long, max_tokens=1)
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="other", messages=PROMPT, max_tokens=1)

@@ -285,7 +285,9 @@ def wilson_interval(successes: float, trials: int) -> tuple[float, float]:
     centre = p + z2 / (2 * trials)
     spread = WILSON_Z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2))
     scale = 1 + z2 / trials
-    return max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale)
+    low = 0.0 if successes <= 0 else (centre - spread) / scale
+    high = 1.0 if successes >= trials else (centre + spread) / scale
+    return low, high
 
 
 def _interval(mean: float, low: float, high: float) -> dict[str, float]:

@@ -1,0 +1,208 @@
+"""agentenvs eval against a server with a small context: reply budgets, stop strings, prompt fitting,
+context overflow as a scored failure, settings recorded and checked, Wilson intervals."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from fixtures.openai_server import FakeOpenAIServer
+
+from agentenvs.agents.bundle import BundleError, read_bundle, wilson_interval
+from agentenvs.agents.evaluate import (
+    ContextOverflow,
+    GenerationSettings,
+    PromptFitter,
+    restore_stop,
+    run_eval,
+)
+from agentenvs.agents.panel import PANELS
+from agentenvs.cli import main
+from agentenvs.core.chat import ChatClient, ChatReply, ContextLengthError
+from agentenvs.core.keys import stable_digest
+from leaderboard.verify import verify_submission
+
+SMOKE = PANELS["smoke"]
+TEXTCRAFT, SEARCH, SOKOBAN = "agentenvs/TextCraft-v0", "agentenvs/Search-NQ-v0", "agentenvs/Sokoban-v0"
+
+
+class SmallContextChat:
+    """A backend with a context of ``context`` tokens, one token per character, refusing what overflows."""
+
+    def __init__(self, context: int, reply: str = "<action>inventory</action>") -> None:
+        self.context, self.reply = context, reply
+        self.requests: list[tuple[list[dict[str, str]], dict]] = []
+
+    def context_length(self) -> int:
+        return self.context
+
+    def count_prompt_tokens(self, messages) -> int:
+        return sum(len(m["content"]) for m in messages)
+
+    def complete(self, messages, **request):
+        tokens = self.count_prompt_tokens(messages)
+        if tokens + request["max_tokens"] > self.context:
+            raise ContextLengthError("maximum context length exceeded")
+        self.requests.append((messages, request))
+        return ChatReply(self.reply, "stop", tokens, 5, 1)
+
+
+def test_each_env_gets_its_papers_reply_budget_and_stop_strings_on_the_wire(tmp_path):
+    with FakeOpenAIServer(reply=lambda body: "<think>x</think><answer>paris") as server:
+        client = ChatClient(server.base_url, "m", max_retries=0)
+        run_eval([SEARCH, SOKOBAN], client, tmp_path, spec=SMOKE, model="m", concurrency=2)
+        bodies = list(server.requests)
+    search = [b for b in bodies if "Question:" in b["messages"][1]["content"]]
+    sokoban = [b for b in bodies if b not in search]
+    assert search and all(b["max_tokens"] == 500 and b["stop"] == ["</search>", "</answer>"] for b in search)
+    assert sokoban and all(b["max_tokens"] == 512 and "stop" not in b for b in sokoban)
+    assert all(b["temperature"] == 0.0 and b["top_p"] == 1.0 and "seed" not in b for b in bodies)
+    # the server dropped the stop string and did not name it: the reply stopped inside <answer>, so it is closed
+    episodes = read_bundle(tmp_path)["episodes"]
+    assert {e["responses"][0] for e in episodes if e["env_id"] == SEARCH} == {"<think>x</think><answer>paris</answer>"}
+    metadata = read_bundle(tmp_path)["metadata"]
+    assert metadata["settings"]["envs"][SEARCH] == {"max_tokens": 500, "stop": ["</search>", "</answer>"]}
+    assert metadata["settings_digest"] == stable_digest(metadata["settings"])
+
+
+def test_stop_strings_are_restored_from_stop_reason_and_applied_locally():
+    stop = ["</search>", "</answer>"]
+    named = ChatReply("<search>capital", "stop", 1, 1, 1, stop_reason="</search>")
+    assert restore_stop(named, stop) == "<search>capital</search>"
+    ignored = ChatReply("<search>a</search><information>b</information><answer>c</answer>", "length", 1, 1, 1)
+    assert restore_stop(ignored, stop) == "<search>a</search>"
+    by_eos = ChatReply("<answer>c", "stop", 1, 1, 1)  # ended inside an opened block: its closing tag
+    assert restore_stop(by_eos, stop) == "<answer>c</answer>"
+    assert restore_stop(ChatReply("plain", "stop", 1, 1, 1), []) == "plain"
+
+
+def test_the_fitter_drops_the_oldest_turns_keeping_system_first_turn_and_current():
+    messages = [{"role": "system", "content": "S" * 10}]
+    for turn in range(6):
+        messages += [{"role": "user", "content": f"o{turn}" * 5}, {"role": "assistant", "content": f"a{turn}" * 5}]
+    messages.append({"role": "user", "content": "now"})
+    backend = SmallContextChat(context=200)
+    fitter = PromptFitter(backend, 200, max_tokens=100)  # budget 200 - 100 = 100 characters
+    fitted, max_tokens = fitter.fit(messages)
+    assert fitted[:3] == messages[:3] and fitted[-1] == messages[-1]
+    assert fitted[3:-1] == messages[-7:-1]  # the three newest turns fit beside the first, not four
+    assert backend.count_prompt_tokens(fitted) <= 100 < backend.count_prompt_tokens(messages[:3] + messages[-9:])
+    assert max_tokens == 100
+    whole, room = PromptFitter(backend, 10_000, max_tokens=100).fit(messages)
+    assert whole == messages and room == 100
+    with pytest.raises(ContextOverflow):
+        PromptFitter(backend, 60, max_tokens=30).fit(messages)
+    # a reply budget larger than half the context leaves the prompt half of it; the reply gets the rest
+    fitted, max_tokens = PromptFitter(backend, 200, max_tokens=4096).fit(messages)
+    assert backend.count_prompt_tokens(fitted) <= 100 and max_tokens == 200 - backend.count_prompt_tokens(fitted)
+
+
+def test_a_small_context_trims_textcraft_and_overflow_ends_episodes_as_verified_failures(tmp_path):
+    goal_length = len(gym.make(TEXTCRAFT, split="test").reset(seed=0)[0])
+    backend = SmallContextChat(context=2 * (len(gym.make(TEXTCRAFT).unwrapped.instructions) + goal_length) + 400)
+    report = run_eval([TEXTCRAFT], backend, tmp_path / "fits", spec=SMOKE, model="m", concurrency=1)
+    assert not report.crashed
+    assert any(len(messages) < 2 + 2 * len(history_turns) for messages, history_turns in _with_turns(backend))
+    document = read_bundle(tmp_path / "fits")
+    assert verify_submission(document).verified and document["summary"]["envs"][TEXTCRAFT]["context_overflows"] == 0
+
+    tiny = SmallContextChat(context=300)  # not even the first prompt fits
+    report = run_eval([TEXTCRAFT], tiny, tmp_path / "overflow", spec=SMOKE, model="m", concurrency=1)
+    assert report.played == 3 and not report.crashed and not tiny.requests
+    document = read_bundle(tmp_path / "overflow")
+    assert all(e["end_reason"] == "context_overflow" and e["turns"] == 0 and e["score"] == 0 for e in document["episodes"])
+    assert document["summary"]["envs"][TEXTCRAFT]["context_overflows"] == 3
+    verdict = verify_submission(document)
+    assert verdict.verified, verdict.problems
+    forged = {**document, "episodes": [{**document["episodes"][0], "score": 1.0}, *document["episodes"][1:]]}
+    assert any("context overflow must fail" in p for p in verify_submission(forged).problems)
+
+
+def _with_turns(backend):
+    """Each request with the number of past turns the episode had then (count of earlier requests)."""
+    turn = 0
+    for messages, _ in backend.requests:
+        if len(messages) == 2:
+            turn = 0
+        yield messages, range(turn)
+        turn += 1
+
+
+def test_a_server_refusing_the_prompt_as_too_long_ends_the_episode_not_the_run(tmp_path):
+    class RefusesTheSecondTurn:  # no context_length: the harness cannot fit, the server's refusal decides
+        def complete(self, messages, **request):
+            if len(messages) > 2:
+                raise ContextLengthError("HTTP 400: This model's maximum context length is 4096 tokens")
+            return ChatReply("<action>inventory</action>", "stop", 10, 5, 1)
+
+    backend = RefusesTheSecondTurn()
+    report = run_eval([TEXTCRAFT], backend, tmp_path, spec=SMOKE, model="m", concurrency=1)
+    assert report.played == 3 and not report.crashed
+    document = read_bundle(tmp_path)
+    assert all(e["turns"] == 1 and e["end_reason"] == "context_overflow" for e in document["episodes"])
+    assert document["metadata"]["settings"]["context_length"] is None
+    assert verify_submission(document).verified
+
+
+def test_resume_with_other_settings_is_refused_in_one_line(tmp_path, capsys):
+    backend = SmallContextChat(context=100_000, reply="<action>left</action>")
+    run_eval([SOKOBAN], backend, tmp_path, spec=SMOKE, model="m", concurrency=1)
+    for changed, name in (
+        (GenerationSettings(history_window=2), "history_window"),
+        (GenerationSettings(max_tokens=64), "envs"),
+        (GenerationSettings(temperature=0.7), "temperature"),
+        (GenerationSettings(max_model_len=4096), "context_length"),
+    ):
+        with pytest.raises(BundleError, match=f"setting {name} ") as caught:
+            run_eval([SOKOBAN], backend, tmp_path, spec=SMOKE, model="m", concurrency=1, settings=changed)
+        assert "\n" not in str(caught.value)
+    assert run_eval([SOKOBAN], backend, tmp_path, spec=SMOKE, model="m").skipped == 3
+
+
+@pytest.mark.parametrize(
+    "bad", [{"max_tokens": 0}, {"max_tokens": 2.5}, {"max_model_len": -1}, {"history_window": -1}, {"top_p": 0.0}, {"temperature": 3.0}]
+)
+def test_bad_settings_are_refused(bad):
+    with pytest.raises(ValueError):
+        GenerationSettings(**bad)
+
+
+def test_wilson_intervals_stay_wide_for_tiny_panels():
+    low, high = wilson_interval(0, 3)
+    assert low == 0.0 and high == pytest.approx(0.5615, abs=1e-4)  # z²/(n + z²) for 0 of n
+    low, high = wilson_interval(10, 10)
+    assert low == pytest.approx(0.7225, abs=1e-4) and high == 1.0
+    low, high = wilson_interval(50, 100)
+    assert (low, high) == pytest.approx((0.4038, 0.5962), abs=1e-4)
+
+
+def test_the_eval_table_says_when_an_env_has_fewer_than_30_episodes(tmp_path, capsys):
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>") as server:
+        command = ["eval", "Sokoban-v0", "--model", "m", "--base-url", server.base_url, "--panel", "smoke"]
+        assert main([*command, "--out", str(tmp_path / "b"), "--max-tokens", "32", "--seed", "5"]) == 0
+        assert all(b["max_tokens"] == 32 and b["seed"] == 5 for b in server.requests)
+    printed = capsys.readouterr().out
+    assert "fewer than 30 episodes for agentenvs/Sokoban-v0" in printed and "0% [0%, 56%]" in printed
+    assert main([*command, "--out", str(tmp_path / "c"), "--max-tokens", "0"]) == 2
+
+
+def test_the_board_ranks_like_with_like_and_shows_the_settings(tmp_path):
+    from leaderboard.pages import board_page, submission_page
+
+    rows = []
+    for number, (window, reply) in enumerate([(None, "<action>left</action>"), (1, "<action>up</action>")]):
+        out = tmp_path / str(number)
+        settings = GenerationSettings(history_window=window)
+        run_eval([SOKOBAN], SmallContextChat(10**5, reply), out, spec=SMOKE, model=f"m{number}", settings=settings)
+        document = read_bundle(out)
+        rows.append({
+            "id": number, "model": f"m{number}", "model_size": "", "endpoint": "openai", "panel": "smoke",
+            "created": "now", "received": "now", "status": "verified", "problems": [],
+            "metadata": document["metadata"], "summary": document["summary"],
+        })  # fmt: skip
+    digests = [row["metadata"]["settings_digest"] for row in rows]
+    assert digests[0] != digests[1]
+    page = board_page(rows, lambda i: f"/s/{i}")
+    first = min(digests)  # groups in digest order, each ranked by score within
+    assert page.index(f">{first[:8]}<") < page.index(f">{max(digests)[:8]}<")
+    shown = submission_page(rows[1], [], board_link="/")
+    assert "&quot;history_window&quot;: 1" in shown and digests[1] in shown
