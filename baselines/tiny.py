@@ -80,14 +80,17 @@ def random_causal_lm(
         return LlamaForCausalLM(config)
 
 
-# role-tagged turns, the assistant's header appended when a reply is wanted (vLLM's chat endpoint needs a template)
+# role-tagged turns, the assistant's header appended when a reply is wanted
+# (vLLM's chat endpoint needs a template)
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
 
 
-def save_chat_model(folder: str, texts: Sequence[str], *, vocab_size: int = 600, max_positions: int = 4096) -> int:
+def save_chat_model(
+    folder: str, texts: Sequence[str], *, vocab_size: int = 600, max_positions: int = 4096
+) -> int:
     """Save a random chat model that vLLM and transformers both serve; its parameter count.
 
     The tokenizer is :func:`bpe_tokenizer` over ``texts`` with

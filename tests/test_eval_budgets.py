@@ -56,9 +56,10 @@ def test_each_env_gets_its_papers_reply_budget_and_stop_strings_on_the_wire(tmp_
     assert search and all(b["max_tokens"] == 500 and b["stop"] == ["</search>", "</answer>"] for b in search)
     assert sokoban and all(b["max_tokens"] == 512 and "stop" not in b for b in sokoban)
     assert all(b["temperature"] == 0.0 and b["top_p"] == 1.0 and "seed" not in b for b in bodies)
-    # the server dropped the stop string and did not name it: the reply stopped inside <answer>, so it is closed
+    # the server dropped the stop string without naming it: the reply stopped inside <answer>, so it is closed
     episodes = read_bundle(tmp_path)["episodes"]
-    assert {e["responses"][0] for e in episodes if e["env_id"] == SEARCH} == {"<think>x</think><answer>paris</answer>"}
+    first = {e["responses"][0] for e in episodes if e["env_id"] == SEARCH}
+    assert first == {"<think>x</think><answer>paris</answer>"}
     metadata = read_bundle(tmp_path)["metadata"]
     assert metadata["settings"]["envs"][SEARCH] == {"max_tokens": 500, "stop": ["</search>", "</answer>"]}
     assert metadata["settings_digest"] == stable_digest(metadata["settings"])
@@ -78,14 +79,16 @@ def test_stop_strings_are_restored_from_stop_reason_and_applied_locally():
 def test_the_fitter_drops_the_oldest_turns_keeping_system_first_turn_and_current():
     messages = [{"role": "system", "content": "S" * 10}]
     for turn in range(6):
-        messages += [{"role": "user", "content": f"o{turn}" * 5}, {"role": "assistant", "content": f"a{turn}" * 5}]
+        messages.append({"role": "user", "content": f"o{turn}" * 5})
+        messages.append({"role": "assistant", "content": f"a{turn}" * 5})
     messages.append({"role": "user", "content": "now"})
     backend = SmallContextChat(context=200)
     fitter = PromptFitter(backend, 200, max_tokens=100)  # budget 200 - 100 = 100 characters
     fitted, max_tokens = fitter.fit(messages)
     assert fitted[:3] == messages[:3] and fitted[-1] == messages[-1]
     assert fitted[3:-1] == messages[-7:-1]  # the three newest turns fit beside the first, not four
-    assert backend.count_prompt_tokens(fitted) <= 100 < backend.count_prompt_tokens(messages[:3] + messages[-9:])
+    count = backend.count_prompt_tokens
+    assert count(fitted) <= 100 < count(messages[:3] + messages[-9:])
     assert max_tokens == 100
     whole, room = PromptFitter(backend, 10_000, max_tokens=100).fit(messages)
     assert whole == messages and room == 100
@@ -93,23 +96,26 @@ def test_the_fitter_drops_the_oldest_turns_keeping_system_first_turn_and_current
         PromptFitter(backend, 60, max_tokens=30).fit(messages)
     # a reply budget larger than half the context leaves the prompt half of it; the reply gets the rest
     fitted, max_tokens = PromptFitter(backend, 200, max_tokens=4096).fit(messages)
-    assert backend.count_prompt_tokens(fitted) <= 100 and max_tokens == 200 - backend.count_prompt_tokens(fitted)
+    assert count(fitted) <= 100 and max_tokens == 200 - count(fitted)
 
 
 def test_a_small_context_trims_textcraft_and_overflow_ends_episodes_as_verified_failures(tmp_path):
     goal_length = len(gym.make(TEXTCRAFT, split="test").reset(seed=0)[0])
-    backend = SmallContextChat(context=2 * (len(gym.make(TEXTCRAFT).unwrapped.instructions) + goal_length) + 400)
+    instructions = len(gym.make(TEXTCRAFT).unwrapped.instructions)
+    backend = SmallContextChat(context=2 * (instructions + goal_length) + 400)
     report = run_eval([TEXTCRAFT], backend, tmp_path / "fits", spec=SMOKE, model="m", concurrency=1)
     assert not report.crashed
     assert any(len(messages) < 2 + 2 * len(history_turns) for messages, history_turns in _with_turns(backend))
     document = read_bundle(tmp_path / "fits")
-    assert verify_submission(document).verified and document["summary"]["envs"][TEXTCRAFT]["context_overflows"] == 0
+    assert verify_submission(document).verified
+    assert document["summary"]["envs"][TEXTCRAFT]["context_overflows"] == 0
 
     tiny = SmallContextChat(context=300)  # not even the first prompt fits
     report = run_eval([TEXTCRAFT], tiny, tmp_path / "overflow", spec=SMOKE, model="m", concurrency=1)
     assert report.played == 3 and not report.crashed and not tiny.requests
     document = read_bundle(tmp_path / "overflow")
-    assert all(e["end_reason"] == "context_overflow" and e["turns"] == 0 and e["score"] == 0 for e in document["episodes"])
+    for episode in document["episodes"]:
+        assert (episode["end_reason"], episode["turns"], episode["score"]) == ("context_overflow", 0, 0)
     assert document["summary"]["envs"][TEXTCRAFT]["context_overflows"] == 3
     verdict = verify_submission(document)
     assert verdict.verified, verdict.problems
@@ -159,7 +165,11 @@ def test_resume_with_other_settings_is_refused_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "bad", [{"max_tokens": 0}, {"max_tokens": 2.5}, {"max_model_len": -1}, {"history_window": -1}, {"top_p": 0.0}, {"temperature": 3.0}]
+    "bad",
+    [
+        {"max_tokens": 0}, {"max_tokens": 2.5}, {"max_model_len": -1}, {"history_window": -1},
+        {"top_p": 0.0}, {"temperature": 3.0},
+    ],  # fmt: skip
 )
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError):
@@ -192,7 +202,8 @@ def test_the_board_ranks_like_with_like_and_shows_the_settings(tmp_path):
     for number, (window, reply) in enumerate([(None, "<action>left</action>"), (1, "<action>up</action>")]):
         out = tmp_path / str(number)
         settings = GenerationSettings(history_window=window)
-        run_eval([SOKOBAN], SmallContextChat(10**5, reply), out, spec=SMOKE, model=f"m{number}", settings=settings)
+        backend = SmallContextChat(10**5, reply)
+        run_eval([SOKOBAN], backend, out, spec=SMOKE, model=f"m{number}", settings=settings)
         document = read_bundle(out)
         rows.append({
             "id": number, "model": f"m{number}", "model_size": "", "endpoint": "openai", "panel": "smoke",

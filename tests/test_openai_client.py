@@ -42,7 +42,8 @@ def create(client, **kwargs):
 def test_streaming_sends_server_sent_events_that_join_to_the_reply(server):
     _, client = server
     whole = create(client, max_tokens=12, temperature=0)
-    chunks = list(create(client, max_tokens=12, temperature=0, stream=True, stream_options={"include_usage": True}))
+    usage = {"include_usage": True}
+    chunks = list(create(client, max_tokens=12, temperature=0, stream=True, stream_options=usage))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == whole.choices[0].message.content and len(chunks) > 3
     finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
@@ -53,9 +54,11 @@ def test_streaming_sends_server_sent_events_that_join_to_the_reply(server):
 
 def test_content_as_a_list_of_text_parts_reads_as_the_joined_string(server):
     _, client = server
-    parts = [PROMPT[0], {"role": "user", "content": [{"type": "text", "text": "#####\n"}, {"type": "text", "text": "#P_O#\n#####"}]}]
+    halves = [{"type": "text", "text": "#####\n"}, {"type": "text", "text": "#P_O#\n#####"}]
+    parts = [PROMPT[0], {"role": "user", "content": halves}]
     as_parts = create(client, messages=parts, max_tokens=8, temperature=0)
-    assert as_parts.choices[0].message.content == create(client, max_tokens=8, temperature=0).choices[0].message.content
+    as_string = create(client, max_tokens=8, temperature=0)
+    assert as_parts.choices[0].message.content == as_string.choices[0].message.content
     image = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]
     with pytest.raises(openai.BadRequestError, match="text"):
         create(client, messages=image, max_tokens=4)
@@ -69,7 +72,8 @@ def test_a_stop_string_ends_the_reply_and_is_named(server):
     stopped = create(client, max_tokens=24, temperature=0, stop=[stop, "never-there"]).choices[0]
     assert stopped.message.content == free[: free.index(stop)]
     assert stopped.finish_reason == "stop" and stopped.model_extra["stop_reason"] == stop
-    assert create(client, max_tokens=24, temperature=0, stop=stop).choices[0].message.content == stopped.message.content
+    one_string = create(client, max_tokens=24, temperature=0, stop=stop)
+    assert one_string.choices[0].message.content == stopped.message.content
 
 
 def test_n_seed_and_unseeded_sampling(server):
@@ -77,7 +81,8 @@ def test_n_seed_and_unseeded_sampling(server):
     sampled = create(client, max_tokens=16, temperature=1.0, n=2, seed=7)
     texts = [choice.message.content for choice in sampled.choices]
     assert [choice.index for choice in sampled.choices] == [0, 1] and texts[0] != texts[1]
-    assert [c.message.content for c in create(client, max_tokens=16, temperature=1.0, n=2, seed=7).choices] == texts
+    again = create(client, max_tokens=16, temperature=1.0, n=2, seed=7)
+    assert [choice.message.content for choice in again.choices] == texts
     assert sampled.usage.completion_tokens == sum(
         create(client, max_tokens=16, temperature=1.0, seed=seed).usage.completion_tokens for seed in (7, 8)
     )
@@ -118,7 +123,8 @@ def test_models_report_the_context_and_a_long_prompt_is_refused_as_vllm_does(ser
     with pytest.raises(openai.BadRequestError, match="maximum context length"):
         create(client, messages=long, max_tokens=1)
     body = json.dumps({"model": "tiny", "messages": PROMPT}).encode()
-    request = urllib.request.Request(f"{url}/tokenize", data=body, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    request = urllib.request.Request(f"{url}/tokenize", data=body, headers=headers)
     counted = json.loads(urllib.request.urlopen(request).read())
     assert counted["count"] == create(client, max_tokens=1).usage.prompt_tokens == len(counted["tokens"])
     assert counted["max_model_len"] == CONTEXT

@@ -112,7 +112,9 @@ class GenerationSettings:
         if self.history_window is not None and self.history_window < 0:
             raise ValueError(f"history_window must be >= 0 or None, got {self.history_window}")
         if not 0.0 <= self.temperature <= 2.0 or not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"temperature must be in [0, 2] and top_p in (0, 1], got {self.temperature}, {self.top_p}")
+            raise ValueError(
+                f"temperature must be in [0, 2] and top_p in (0, 1], got {self.temperature}, {self.top_p}"
+            )
 
 
 @dataclass

@@ -177,7 +177,8 @@ def create_app(chat: TransformersChat, name: str) -> FastAPI:
     def wrong_model(requested: str | None) -> JSONResponse | None:
         if requested in (None, name):
             return None
-        return _error(404, f"The model `{requested}` does not exist; this server has `{name}`", "NotFoundError")
+        message = f"The model `{requested}` does not exist; this server has `{name}`"
+        return _error(404, message, "NotFoundError")
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
@@ -245,9 +246,12 @@ def create_app(chat: TransformersChat, name: str) -> FastAPI:
 
 
 def _stream(
-    chat: TransformersChat, identity: dict[str, Any], replies: Sequence[ChatReply], usage: dict[str, int] | None
+    chat: TransformersChat,
+    identity: dict[str, Any],
+    replies: Sequence[ChatReply],
+    usage: dict[str, int] | None,
 ) -> Iterator[str]:
-    """Server-sent events of finished replies: per choice a role chunk, one chunk per token, a finish chunk."""
+    """Server-sent events of finished replies: per choice a role chunk, a chunk per token, a finish chunk."""
 
     def event(choices: list[dict[str, Any]], **extra: Any) -> str:
         chunk = {**identity, "object": "chat.completion.chunk", "choices": choices, **extra}

@@ -47,7 +47,8 @@ from typing import Any
 from agentenvs.core.keys import stable_digest
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-# how vLLM ("maximum context length is 4096 tokens") and OpenAI ("context_length_exceeded") refuse a long prompt
+# how vLLM ("maximum context length is 4096 tokens") and OpenAI ("context_length_exceeded")
+# refuse a prompt too long for the model
 CONTEXT_REFUSAL = re.compile(r"maximum context length|context_length_exceeded|exceeds? the context", re.I)
 
 
@@ -248,7 +249,10 @@ class ChatClient:
         return count
 
     def _get_json(self, url: str, body: Mapping[str, Any] | None = None) -> Any:
-        """GET (or POST ``body`` to) ``url``; None for 404, 405, 501 (no such endpoint), else :class:`ChatError`."""
+        """GET (or POST ``body`` to) ``url``; None for 404, 405, 501 (no such endpoint).
+
+        Other failures raise :class:`ChatError`.
+        """
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
