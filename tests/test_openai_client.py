@@ -9,6 +9,7 @@ whatever the server does not do.
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -132,3 +133,36 @@ def test_models_report_the_context_and_a_long_prompt_is_refused_as_vllm_does(ser
         ChatClient(f"{url}/v1", "tiny", max_retries=0).complete(long, max_tokens=1)
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="other", messages=PROMPT, max_tokens=1)
+
+
+HOSTILE = [
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "\\ud800 hi"}], "max_tokens": 2}', "surrogate"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": [{"type": "text", "text": "\\udfff"}]}]}', "surrogate"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "stop": "\\ud800"}', "surrogate"),
+    ("/tokenize", '{"prompt": "\\udfff x"}', "surrogate"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1' + "0" * 30 + "}", "context"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2.5}', "integer"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "n": 1' + "0" * 30 + "}", "n"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "stop": [["x"]]}', "stop"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "temperature": NaN}', "temperature"),
+    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "seed": -1}', "seed"),
+    ("/v1/chat/completions", '{"messages": [{"role": "tool", "content": "x"}]}', "role"),
+    ("/v1/chat/completions", '{"messages": ' + "[" * 200_000 + "]" * 200_000 + "}", ""),
+    ("/v1/chat/completions", "[1, 2]", "object"),
+]
+
+
+@pytest.mark.parametrize(("path", "raw", "reason"), HOSTILE)
+def test_hostile_requests_get_a_400_with_a_reason_never_a_500(server, path, raw, reason):
+    url, _ = server
+    request = urllib.request.Request(url + path, data=raw.encode(), headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 400
+    assert reason in refused.value.read().decode()
+
+
+def test_bidi_and_zero_width_characters_are_ordinary_text(server):
+    _, client = server
+    reply = create(client, messages=[{"role": "user", "content": "\u202e\u200b#P_O#\u2066"}], max_tokens=3)
+    assert reply.usage.prompt_tokens > 0 and reply.choices[0].finish_reason in ("stop", "length")

@@ -40,12 +40,12 @@ import json
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from agentenvs.agents.local import TransformersChat
 from agentenvs.core.chat import ChatReply, ContextLengthError
@@ -78,16 +78,28 @@ MAX_CHOICES = 16
 MAX_STOP_STRINGS = 4
 
 
+def _encodable(text: str) -> str:
+    """JSON may carry a lone surrogate (``"\\ud800"``), which no tokenizer can encode: refused as bad input."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"the text holds a lone surrogate at position {exc.start}") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(_encodable)]
+
+
 class TextPart(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["text"]
-    text: str
+    text: Text
 
 
 class Message(BaseModel):
     model_config = ConfigDict(extra="allow")  # name, tool_call_id, ...: not read
     role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart] | None = None
+    content: Text | list[TextPart] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, list):
@@ -110,7 +122,7 @@ class ChatRequest(BaseModel):
     top_p: float | None = Field(default=None, gt=0, le=1)
     n: int = Field(default=1, ge=1, le=MAX_CHOICES)
     seed: int | None = Field(default=None, ge=0, lt=2**63)
-    stop: str | list[str] | None = None
+    stop: Text | list[Text] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
 
@@ -143,7 +155,7 @@ class TokenizeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     model: str | None = None
     messages: list[Message] | None = None
-    prompt: str | None = None
+    prompt: Text | None = None
     add_generation_prompt: bool = True
     add_special_tokens: bool = False
 
