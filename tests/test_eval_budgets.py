@@ -3,11 +3,15 @@ context overflow as a scored failure, settings recorded and checked, Wilson inte
 
 from __future__ import annotations
 
+import re
+import sys
+
 import gymnasium as gym
 import pytest
 from fixtures.openai_server import FakeOpenAIServer
 
 from agentenvs.agents.bundle import BundleError, read_bundle, wilson_interval
+import agentenvs
 from agentenvs.agents.evaluate import (
     ContextOverflow,
     GenerationSettings,
@@ -22,6 +26,9 @@ from agentenvs.core.keys import stable_digest
 from leaderboard.verify import verify_submission
 
 SMOKE = PANELS["smoke"]
+ENV_CLASSES = sorted(
+    {gym.spec(entry.env_id).entry_point for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None}
+)
 TEXTCRAFT, SEARCH, SOKOBAN = "agentenvs/TextCraft-v0", "agentenvs/Search-NQ-v0", "agentenvs/Sokoban-v0"
 
 
@@ -217,3 +224,16 @@ def test_the_board_ranks_like_with_like_and_shows_the_settings(tmp_path):
     assert page.index(f">{first[:8]}<") < page.index(f">{max(digests)[:8]}<")
     shown = submission_page(rows[1], [], board_link="/")
     assert "&quot;history_window&quot;: 1" in shown and digests[1] in shown
+
+
+@pytest.mark.parametrize("entry_point", ENV_CLASSES)
+def test_every_env_table_states_the_reply_budget_the_harness_uses(entry_point):
+    module_name, _, class_name = entry_point.partition(":")
+    __import__(module_name)
+    env_class = getattr(sys.modules[module_name], class_name)
+    table = sys.modules[module_name].__doc__
+    row = re.search(r"^max_tokens +([\d,]+) per turn(.*?)(?=^\S)", table, re.M | re.S)
+    assert row, f"{entry_point}: no max_tokens row"
+    assert int(row.group(1).replace(",", "")) == env_class.reply_max_tokens
+    assert all(f"``{stop}``" in row.group(2) for stop in env_class.reply_stop)
+    assert ("no stop string" in row.group(2)) == (not env_class.reply_stop)
