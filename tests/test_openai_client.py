@@ -129,8 +129,12 @@ def test_models_report_the_context_and_a_long_prompt_is_refused_as_vllm_does(ser
     counted = json.loads(urllib.request.urlopen(request).read())
     assert counted["count"] == create(client, max_tokens=1).usage.prompt_tokens == len(counted["tokens"])
     assert counted["max_model_len"] == CONTEXT
+    ours = ChatClient(f"{url}/v1", "tiny", max_retries=0)
     with pytest.raises(ContextLengthError, match="maximum context length"):
-        ChatClient(f"{url}/v1", "tiny", max_retries=0).complete(long, max_tokens=1)
+        ours.complete(long, max_tokens=1)
+    assert ours.context_length() == CONTEXT
+    assert ours.count_prompt_tokens(PROMPT) == counted["count"]
+    assert ChatClient(f"{url}/v1", "another", max_retries=0).context_length() is None
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="other", messages=PROMPT, max_tokens=1)
 
