@@ -101,6 +101,11 @@ def test_the_fitter_drops_the_oldest_turns_keeping_system_first_turn_and_current
     assert whole == messages and room == 100
     with pytest.raises(ContextOverflow):
         PromptFitter(backend, 60, max_tokens=30).fit(messages)
+    # without the server's count, UTF-8 bytes plus a template allowance per message stand in
+    # (system 10+16, first turn 2 x 26, current 3+16 = 97; each further turn 52: two fit in 350 - 100)
+    estimated, _ = PromptFitter(None, 350, max_tokens=100, token_count="estimate").fit(messages)
+    assert estimated[:3] == messages[:3] and estimated[3:] == messages[-5:]
+
     # a reply budget larger than half the context leaves the prompt half of it; the reply gets the rest
     fitted, max_tokens = PromptFitter(backend, 200, max_tokens=4096).fit(messages)
     assert count(fitted) <= 100 and max_tokens == 200 - count(fitted)
@@ -237,3 +242,15 @@ def test_every_env_table_states_the_reply_budget_the_harness_uses(entry_point):
     assert int(row.group(1).replace(",", "")) == env_class.reply_max_tokens
     assert all(f"``{stop}``" in row.group(2) for stop in env_class.reply_stop)
     assert ("no stop string" in row.group(2)) == (not env_class.reply_stop)
+
+
+def test_how_tokens_were_counted_is_recorded_honestly(tmp_path):
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>") as server:  # no /models, no /tokenize
+        client = ChatClient(server.base_url, "m", max_retries=0)
+        run_eval([SOKOBAN], client, tmp_path / "a", spec=SMOKE, model="m")
+        given = GenerationSettings(max_model_len=100_000)
+        run_eval([SOKOBAN], client, tmp_path / "b", spec=SMOKE, model="m", settings=given)
+    unknown = read_bundle(tmp_path / "a")["metadata"]["settings"]
+    assert (unknown["context_length"], unknown["token_count"]) == (None, "none")
+    estimated = read_bundle(tmp_path / "b")["metadata"]["settings"]
+    assert (estimated["context_length"], estimated["token_count"]) == (100_000, "estimate")

@@ -75,7 +75,7 @@ from agentenvs.agents.bundle import (
     write_json,
 )
 from agentenvs.agents.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
-from agentenvs.core.chat import ContextLengthError
+from agentenvs.core.chat import ChatError, ContextLengthError
 from agentenvs.core.prompting import Turn, chat_messages, observation_text
 
 CONTEXT_OVERFLOW = "context_overflow"
@@ -145,7 +145,10 @@ def recorded_settings(
         }
     counts = "none"
     if context_length is not None:
-        counts = "server" if hasattr(backend, "count_prompt_tokens") else "estimate"
+        # "server" only when the backend answers a count (a ChatClient's server may have no /tokenize)
+        counter = getattr(backend, "count_prompt_tokens", None)
+        probe = [{"role": "user", "content": "x"}]
+        counts = "server" if counter is not None and counter(probe) is not None else "estimate"
     return {
         "temperature": float(settings.temperature),
         "top_p": float(settings.top_p),
@@ -173,23 +176,29 @@ class PromptFitter:
     """The context policy of the module docstring, for one env's requests.
 
     Args:
-        backend: counts tokens with ``count_prompt_tokens(messages)`` where it
-            can (None from it, or no such method: the byte estimate).
+        backend: the chat backend; with ``token_count="server"`` its
+            ``count_prompt_tokens(messages)`` counts, else the byte estimate does
+            (:data:`TEMPLATE_TOKENS_PER_MESSAGE`).
         context_length: the model's context; None fits nothing (the server decides).
         max_tokens: the env's reply budget.
+        token_count: the recorded setting, ``"server"`` or ``"estimate"``.
     """
 
-    def __init__(self, backend: ChatBackend, context_length: int | None, max_tokens: int) -> None:
+    def __init__(
+        self, backend: ChatBackend, context_length: int | None, max_tokens: int, token_count: str = "server"
+    ) -> None:
         self.backend = backend
         self.context_length = context_length
         self.max_tokens = max_tokens
+        self.by_server = token_count == "server"
         if context_length is not None:
             self.budget = context_length - min(max_tokens, context_length // 2)
 
     def count(self, messages: list[dict[str, str]]) -> int:
-        counter = getattr(self.backend, "count_prompt_tokens", None)
-        counted = counter(messages) if counter is not None else None
-        if counted is not None:
+        if self.by_server:
+            counted = self.backend.count_prompt_tokens(messages)
+            if counted is None:
+                raise ChatError("the server stopped answering token counts (/tokenize)")  # a crash: rerun
             return int(counted)
         return sum(len(m["content"].encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
 
@@ -259,7 +268,9 @@ def play_model_episode(
     """
     env_settings = settings["envs"][episode.env_id]
     stop = env_settings["stop"]
-    fitter = PromptFitter(backend, settings["context_length"], env_settings["max_tokens"])
+    fitter = PromptFitter(
+        backend, settings["context_length"], env_settings["max_tokens"], settings["token_count"]
+    )
     request: dict[str, Any] = {"temperature": settings["temperature"], "top_p": settings["top_p"]}
     if stop:
         request["stop"] = list(stop)
