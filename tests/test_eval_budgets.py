@@ -254,3 +254,23 @@ def test_how_tokens_were_counted_is_recorded_honestly(tmp_path):
     assert (unknown["context_length"], unknown["token_count"]) == (None, "none")
     estimated = read_bundle(tmp_path / "b")["metadata"]["settings"]
     assert (estimated["context_length"], estimated["token_count"]) == (100_000, "estimate")
+
+
+def test_the_readme_states_each_envs_reply_budget():
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    paragraph = readme[readme.index("**Replies and context.**") :][:700]
+    stated = {
+        "ALFWorld": 512, "WebShop": 512, "Sokoban": 512, "TextCraft": 150, "Search": 500, "BabyAI": 4096,
+        "ColBench": 1024, "ColBench-Frontend": 2048,
+    }  # fmt: skip
+    for entry_point in ENV_CLASSES:
+        module_name, _, class_name = entry_point.partition(":")
+        __import__(module_name)
+        env_class = getattr(sys.modules[module_name], class_name)
+        longest_first = sorted(stated, key=len, reverse=True)
+        family = next(name for name in longest_first if class_name.startswith(name.replace("-", "")))
+        assert stated[family] == env_class.reply_max_tokens, family
+    for family, tokens in stated.items():
+        assert re.search(rf"{re.escape(family)}[^.;]*?\b{tokens}\b", paragraph), family
