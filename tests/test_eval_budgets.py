@@ -179,8 +179,9 @@ def test_resume_with_other_settings_is_refused_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize(
     "bad",
     [
-        {"max_tokens": 0}, {"max_tokens": 2.5}, {"max_model_len": -1}, {"history_window": -1},
-        {"top_p": 0.0}, {"temperature": 3.0},
+        {"max_tokens": 0}, {"max_tokens": 2.5}, {"max_tokens": 10**30}, {"max_model_len": -1},
+        {"history_window": -1}, {"seed": -1}, {"seed": True}, {"top_p": 0.0}, {"temperature": 3.0},
+        {"temperature": float("nan")},
     ],  # fmt: skip
 )
 def test_bad_settings_are_refused(bad):

@@ -105,12 +105,18 @@ class GenerationSettings:
     max_model_len: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_tokens", "max_model_len"):
+        # the bounds of the bundle's settings schema, checked here so a bad flag fails before any request
+        for name, low, high in (
+            ("max_tokens", 1, 10**9),
+            ("max_model_len", 1, 10**9),
+            ("seed", 0, 2**63 - 1),
+            ("history_window", 0, 10**6),
+        ):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-        if self.history_window is not None and self.history_window < 0:
-            raise ValueError(f"history_window must be >= 0 or None, got {self.history_window}")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            ):
+                raise ValueError(f"{name} must be an integer in [{low}, {high}] or None, got {value!r}")
         if not 0.0 <= self.temperature <= 2.0 or not 0.0 < self.top_p <= 1.0:
             raise ValueError(
                 f"temperature must be in [0, 2] and top_p in (0, 1], got {self.temperature}, {self.top_p}"
