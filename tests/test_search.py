@@ -311,15 +311,18 @@ def test_a_retrieval_server_url_gives_the_same_information(tmp_path):
     local = BM25Retriever.load(folder / "bm25", Corpus.open(folder / "corpus"))
     env = make("hotpotqa")
     with ServerThread(create_app(local, kind="bm25")) as url:
-        remote = make("hotpotqa", retriever=url)
-        assert len(pickle.dumps(remote)) < 20_000
-        for seed in range(5):
-            env.reset(seed=seed)
-            remote.reset(seed=seed)
-            response = f"<think>a</think><search>{good_query(env)}</search>"
-            here, there = env.step(response), remote.step(response)
-            assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
-            assert here[4]["reward_components"] == there[4]["reward_components"]
+        # our root URL, and the .../retrieve URL Search-R1's configs pass
+        for remote in (make("hotpotqa", retriever=url), make("hotpotqa", retriever=f"{url}/retrieve")):
+            assert len(pickle.dumps(remote)) < 20_000
+            for seed in range(3):
+                env.reset(seed=seed)
+                remote.reset(seed=seed)
+                response = f"<think>a</think><search>{good_query(env)}</search>"
+                here, there = env.step(response), remote.step(response)
+                assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
+                assert here[4]["reward_components"] == there[4]["reward_components"]
+        with pytest.raises(ValueError, match="root or its /retrieve"):
+            make("hotpotqa", retriever=f"{url}/search")
 
 
 def test_readme_row_states_the_test_sizes_and_presets():
@@ -374,3 +377,27 @@ def test_env_survives_tag_soup_and_invalid_turns_change_nothing():
             assert obs == INVALID_TEXT and info["state_key"] == before and info["transitions"] == []
         if terminated or truncated:
             _, info = env.reset(seed=turn)
+
+
+def test_flashrag_files_with_numbers_for_answers_and_rows_without_ids(tmp_path):
+    """Published question files hold years as JSON numbers and, in some sets, rows with no id."""
+    from agentenvs.search.data import QuestionRows
+
+    rows = [
+        {"question": "when was the eiffel tower finished", "golden_answers": [1889], "metadata": None},
+        {"id": None, "question": "how many moons does mars have", "golden_answers": [2.0, "two"]},
+        {"id": "", "question": "pi to two decimals", "golden_answers": 3.14},
+        {"id": 17, "question": "is paris in france", "golden_answers": [True, None, ""]},
+        {"id": "test_4", "question": "unanswerable", "golden_answers": [None]},
+    ]
+    path = tmp_path / "test.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n\n")
+    questions = QuestionRows.read(path, "nq:")
+    assert questions.ids == ("nq:#0", "nq:#1", "nq:#2", "nq:17", "nq:test_4")
+    assert [questions.question(i).golden_answers for i in range(4)] == [("1889",), ("2", "two"), ("3.14",), ("yes",)]
+    assert questions.question(1).id == "nq:#1" and questions.question(0).metadata == {}
+    with pytest.raises(ValueError, match="'test_4' has no golden answer"):
+        questions.question(4)
+    path.write_text('{"id": "a", "question": "q", "golden_answers": ["x"]}\n[1, 2]\n')
+    with pytest.raises(ValueError, match=r"test.jsonl:2: not a FlashRAG question row"):
+        QuestionRows.read(path)
