@@ -53,7 +53,11 @@ start_server() {
         --max-model-len 4096 --dtype float32 --host 127.0.0.1 --port "$PORT" >"$WORK/vllm-$1.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq "$PHASE_S"); do
-        if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; then echo "vLLM up (PID $SERVER_PID)"; return 0; fi
+        if "$PYTHON" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+            "http://127.0.0.1:$PORT/v1/models" 2>/dev/null; then
+            echo "vLLM up (PID $SERVER_PID)"
+            return 0
+        fi
         kill -0 "$SERVER_PID" 2>/dev/null || break
         sleep 1
     done
