@@ -115,7 +115,8 @@ def board_page(rows: Sequence[dict[str, Any]], link: Link) -> str:
     intro = (
         "<h1>agentenvs leaderboard</h1><p>Every row was re-checked by replay: each submitted episode was "
         "re-run in the environments with its recorded responses and reproduced its rewards, success and "
-        "score; summaries are recomputed. Means with 95% bootstrap intervals; overall = unweighted mean "
+        "score; summaries are recomputed. Success with 95% Wilson intervals, score with 95% bootstrap "
+        "intervals; rows are grouped by panel and generation settings; overall = unweighted mean "
         "over the submission's envs. Click a header to sort.</p>"
     )
     return _page("agentenvs leaderboard", intro + table)
