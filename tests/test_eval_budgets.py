@@ -209,7 +209,7 @@ def test_the_eval_table_says_when_an_env_has_fewer_than_30_episodes(tmp_path, ca
 
 
 def test_the_board_ranks_like_with_like_and_shows_the_settings(tmp_path):
-    from leaderboard.pages import board_page, submission_page
+    from leaderboard.pages import board_page, ranking_group, submission_page
 
     rows = []
     for number, (window, reply) in enumerate([(None, "<action>left</action>"), (1, "<action>up</action>")]):
@@ -218,18 +218,18 @@ def test_the_board_ranks_like_with_like_and_shows_the_settings(tmp_path):
         backend = SmallContextChat(10**5, reply)
         run_eval([SOKOBAN], backend, out, spec=SMOKE, model=f"m{number}", settings=settings)
         document = read_bundle(out)
+        verdict = verify_submission(document)
         rows.append({
             "id": number, "model": f"m{number}", "model_size": "", "endpoint": "openai", "panel": "smoke",
-            "created": "now", "received": "now", "status": "verified", "problems": [],
-            "metadata": document["metadata"], "summary": document["summary"],
+            "created": "now", "received": "now", "submitter": "token-0", "status": "verified", "problems": [],
+            "metadata": document["metadata"], "summary": verdict.summary, "families": verdict.families,
         })  # fmt: skip
-    digests = [row["metadata"]["settings_digest"] for row in rows]
-    assert digests[0] != digests[1]
-    page = board_page(rows, lambda i: f"/s/{i}")
-    first = min(digests)  # groups in digest order, each ranked by score within
-    assert page.index(f">{first[:8]}<") < page.index(f">{max(digests)[:8]}<")
+    assert ranking_group(rows[0]) != ranking_group(rows[1])  # same panel and envs, other settings
+    page = board_page(rows, lambda i: f"/s/{i}", "/submit")
+    assert page.count('<table class="sortable board">') == 2  # one ranked table per settings
+    assert "&quot;history_window&quot;: 1" in page and "&quot;history_window&quot;: null" in page
     shown = submission_page(rows[1], [], board_link="/")
-    assert "&quot;history_window&quot;: 1" in shown and digests[1] in shown
+    assert "&quot;history_window&quot;: 1" in shown and rows[1]["metadata"]["settings_digest"] in shown
 
 
 @pytest.mark.parametrize("entry_point", ENV_CLASSES)

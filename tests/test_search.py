@@ -15,8 +15,18 @@ import numpy as np
 import pytest
 
 import agentenvs
+from agentenvs.search import env as search_env
 from agentenvs.search.data import builtin_dir
-from agentenvs.search.env import INSTRUCTIONS, INVALID_TEXT, PRESETS, SearchEnv, search_r1_score
+from agentenvs.search.env import (
+    INSTRUCTIONS,
+    INVALID_TEXT,
+    PRESETS,
+    QUERY_MAX_CHARS,
+    QUERY_MAX_WORDS,
+    SearchEnv,
+    bounded_query,
+    search_r1_score,
+)
 from agentenvs.search.expert import SearchExpert, hop_query
 from agentenvs.search.protocol import SearchProtocol, SequenceChecker
 from agentenvs.search.questions import STYLES, TEST_SIZES, read_questions
@@ -377,6 +387,23 @@ def test_env_survives_tag_soup_and_invalid_turns_change_nothing():
             assert obs == INVALID_TEXT and info["state_key"] == before and info["transitions"] == []
         if terminated or truncated:
             _, info = env.reset(seed=turn)
+
+
+def test_a_huge_query_is_cut_to_the_documented_bound_and_searches_like_it():
+    words = [f"w{i}" for i in range(QUERY_MAX_WORDS + 50)]
+    assert bounded_query("  ".join(words)) == " ".join(words[:QUERY_MAX_WORDS])
+    assert bounded_query("x" * 10**6) == "x" * QUERY_MAX_CHARS
+    assert bounded_query(" \t\n") == ""
+    assert "``QUERY_MAX_WORDS`` (256)" in search_env.__doc__
+    assert "``QUERY_MAX_CHARS`` (2,048)" in search_env.__doc__
+    env, bounded = make(), make()
+    env.reset(seed=0)
+    bounded.reset(seed=0)
+    query = good_query(env)
+    huge = " ".join([query] * 400_000)  # megabytes: Search-R1's retriever reads its first 256 tokens
+    observation, *_ = env.step(f"<think>x</think><search>{huge}</search>")
+    expected, *_ = bounded.step(f"<think>x</think><search>{bounded_query(huge)}</search>")
+    assert observation == expected and "<information>" in observation
 
 
 def test_flashrag_files_with_numbers_for_answers_and_rows_without_ids(tmp_path):

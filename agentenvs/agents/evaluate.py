@@ -109,7 +109,7 @@ class GenerationSettings:
         for name, low, high in (
             ("max_tokens", 1, 10**9),
             ("max_model_len", 1, 10**9),
-            ("seed", 0, 2**63 - 1),
+            ("seed", 0, 2**53 - 1),  # what a JSON reader holds exactly (the bundle's MAX_INTEGER)
             ("history_window", 0, 10**6),
         ):
             value = getattr(self, name)
