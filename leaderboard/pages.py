@@ -1,8 +1,8 @@
 """The board's HTML: the same pages served by the app and written by ``leaderboard export``.
 
 The board ranks a submission only against submissions of the same
-:func:`ranking_group` (the panel, the env set and the generation settings): one table per group, one
-column per env family (a family's score is the mean of its envs', see
+:func:`ranking_group` (the panel, the env set and the generation settings):
+one table per group, one column per env family (a family's score is the mean of its envs', see
 :func:`leaderboard.verify.family_summaries`), and the numbers the papers
 report in a table of their own, marked as reported and never ranked.
 Filters (model size, kind, panel) are radio buttons that hide rows with CSS

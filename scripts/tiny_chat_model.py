@@ -1,4 +1,8 @@
-"""Build, offline, a tiny random chat model that vLLM can serve: ``python scripts/tiny_chat_model.py DIR ENV_ID ...``.
+"""Build, offline, a tiny random chat model that vLLM can serve.
+
+::
+
+    python scripts/tiny_chat_model.py DIR ENV_ID ...
 
 The tokenizer is learnt from the envs' instructions and first observations
 (:func:`baselines.tiny.save_chat_model`). Used by ``scripts/vllm_eval_e2e.sh``.
@@ -17,7 +21,7 @@ from baselines.tiny import save_chat_model
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        print(__doc__.splitlines()[0], file=sys.stderr)
+        print("usage: python scripts/tiny_chat_model.py DIR ENV_ID ...", file=sys.stderr)
         return 2
     folder, env_ids = argv[0], argv[1:]
     texts = []

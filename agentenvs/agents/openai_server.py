@@ -79,7 +79,7 @@ MAX_STOP_STRINGS = 4
 
 
 def _encodable(text: str) -> str:
-    """JSON may carry a lone surrogate (``"\\ud800"``), which no tokenizer can encode: refused as bad input."""
+    """JSON may carry a lone surrogate (``"\\ud800"``), which no tokenizer encodes: refused as bad input."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
