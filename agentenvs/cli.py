@@ -7,9 +7,12 @@
     agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
                   [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
     agentenvs replay results.jsonl
+    agentenvs check-data ID DATA_DIR [--episodes 10] [--env-kwarg KEY=VALUE ...]
     agentenvs diagnose grouping ID [--agent random|expert] [--episodes 64] [--group-size 8] [--out DIR]
     agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
                    [--panel test] [--out DIR] [--concurrency 8] [--model-size 7B]
+                   [--max-tokens N] [--temperature 0] [--top-p 1] [--seed S] [--history-window K]
+                   [--max-model-len N]
 
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
 and prints one summary row per pair. ``all`` selects every main id (variants
@@ -24,7 +27,9 @@ Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
 ``run`` could run nothing or an agent or env raised (that pair's row is left
 out, the others still run); 2 for bad arguments (unknown id or agent, bad kwarg,
 missing file; a results file that is empty, not text, cut short or not
-records), reported in one line on stderr.
+records), reported in one line on stderr. ``check-data`` exits 1 when a task
+does not load, an episode crashes or the expert fails a task it was given, or
+when the folder cannot be opened at all.
 """
 
 from __future__ import annotations
@@ -436,11 +441,91 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
     return records
 
 
+# --------------------------------------------------------------- check-data
+def cmd_check_data(args: argparse.Namespace) -> int:
+    """Load a data folder through the env's official loader, play the expert and the random agent, report."""
+    from agentenvs.agents.data_check import DataFolderError, check_data, takes_data_dir
+
+    env_id = resolve_env_id(args.env_id)
+    reason = unavailable_reason(env_id)
+    if reason is not None:
+        raise UsageError(f"{env_id} {reason}")
+    if not takes_data_dir(env_id):
+        with_data = sorted(
+            e.env_id for e in agentenvs.ENV_ENTRIES if e.variant_of is None and _has_data_dir(e.env_id)
+        )
+        raise UsageError(f"{env_id} reads no data folder (no data_dir=); these do: {', '.join(with_data)}")
+    if not Path(args.data_dir).is_dir():
+        raise UsageError(f"no such folder: {args.data_dir}")
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
+    kwargs = parse_env_kwargs(args.env_kwarg, None)
+    for fixed in ("data_dir", "split"):
+        if fixed in kwargs:
+            raise UsageError(f"--env-kwarg {fixed}= is set by check-data itself")
+    notes = Console(stderr=True)
+    with _progress(notes) as progress:
+        bar = progress.add_task("open", total=None)
+
+        def advance(what: str, done: int, total: int) -> None:
+            progress.update(bar, description=what, completed=done, total=total)
+
+        try:
+            report = check_data(
+                env_id, str(args.data_dir), episodes=args.episodes, env_kwargs=kwargs, progress=advance
+            )
+        except DataFolderError as exc:
+            _note(notes, f"{env_id} cannot open {args.data_dir}: {exc}", "red")
+            return 1
+    _print_data_report(report)
+    return 0 if report.passed else 1
+
+
+def _has_data_dir(env_id: str) -> bool:
+    from agentenvs.agents.data_check import takes_data_dir
+
+    try:
+        return takes_data_dir(env_id)
+    except ImportError:  # a family whose extra is missing here
+        return False
+
+
+def _print_data_report(report: Any) -> None:
+    """The check's table, then every unreadable task, crash and unsolved task on a line of its own."""
+    console = Console(width=200) if not Console().is_terminal and not os.environ.get("COLUMNS") else Console()
+    table = Table(title=f"agentenvs check-data {report.env_id} {report.data_dir}", title_justify="left")
+    table.add_column("what", overflow="fold")
+    table.add_column("count", justify="right", no_wrap=True)
+    splits = ", ".join(f"{split} {count:,}" for split, count in report.tasks.items())
+    table.add_row(f"tasks loaded ({splits or 'none'})", f"{report.loaded:,}")
+    for reason, count in sorted(report.skipped.items()):
+        table.add_row(f"skipped: {reason}", f"{count:,}")
+    table.add_row("tasks that failed to load", f"{len(report.unreadable):,}")
+    for name, result in report.agents.items():
+        if result.unavailable:
+            table.add_row(f"{name} success", f"unavailable: {result.unavailable}")
+        else:
+            share = f" ({result.solved / result.played:.0%})" if result.played else ""
+            table.add_row(f"{name} success", f"{result.solved}/{result.played}{share}")
+    table.add_row("crashes", f"{len(report.crashes):,}")
+    console.print(table)
+    for task_id, error in report.unreadable:
+        console.print(f"failed to load: task {task_id}: {error}", markup=False, highlight=False)
+    for agent, task_id, error in report.crashes:
+        console.print(f"crash: {agent} on task {task_id}: {error}", markup=False, highlight=False)
+    expert = report.agents.get("expert")
+    for task_id in expert.unsolved if expert is not None else ():
+        console.print(f"expert did not solve task {task_id}", markup=False, highlight=False)
+    verdict = "passed" if report.passed else "FAILED"
+    console.print(f"check-data {verdict}", markup=False, highlight=False)
+
+
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    from agentenvs.agents.bundle import BundleError
-    from agentenvs.agents.evaluate import run_eval
+    from agentenvs.agents.bundle import FEW_EPISODES, BundleError
+    from agentenvs.agents.evaluate import GenerationSettings, run_eval
     from agentenvs.agents.panel import panel_spec
+    from agentenvs.core.chat import ChatError
 
     env_ids: list[str] = []
     for name in args.env_ids:
@@ -457,6 +542,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError(f"{env_id} {reason}")
     try:
         spec = panel_spec(args.panel)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        settings = GenerationSettings(
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            seed=args.seed,
+            history_window=args.history_window,
+            max_model_len=args.max_model_len,
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     backend, endpoint = _chat_backend(args)
@@ -480,11 +576,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 model_size=args.model_size,
                 endpoint=endpoint,
                 concurrency=args.concurrency,
-                history_window=args.history_window,
+                settings=settings,
                 on_start=lambda pending: progress.update(task, total=pending),
                 on_episode=advance,
             )
-        except BundleError as exc:
+        except (BundleError, ChatError) as exc:
             raise UsageError(str(exc)) from None
     print(
         f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed; "
@@ -500,7 +596,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _note(notes, "rerun the same command to play the crashed episodes again", "red")
         return 1
     table = Table(title=f"agentenvs eval {args.model} (panel {spec.name})", title_justify="left")
-    for header in ("env", "episodes", "success [95% CI]", "score [95% CI]", "turns", "tokens in/out"):
+    headers = ("env", "episodes", "success [95% Wilson]", "score [95% bootstrap]", "turns", "tokens in/out")
+    for header in (*headers, "context overflows"):
         table.add_column(header, justify="left" if header == "env" else "right", no_wrap=True)
     for env_id, entry in report.summary["envs"].items():
         success, score = entry["success"], entry["score"]
@@ -511,8 +608,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"{score['mean']:.3f} [{score['low']:.3f}, {score['high']:.3f}]",
             f"{entry['turns']:.2f}",
             f"{entry['prompt_tokens']}/{entry['completion_tokens']}",
+            str(entry["context_overflows"]),
         )
     Console(width=200).print(table)
+    few = [env_id for env_id, entry in report.summary["envs"].items() if entry["episodes"] < FEW_EPISODES]
+    if few:
+        print(
+            f"fewer than {FEW_EPISODES} episodes for {', '.join(few)}: "
+            "the intervals are wide and rankings on them are tentative"
+        )
     print(f"bundle: {out}")
     return 0
 
@@ -524,9 +628,7 @@ def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
     if args.local_model is not None:
         from agentenvs.agents.local import TransformersChat
 
-        return TransformersChat.from_pretrained(
-            args.local_model, max_tokens=args.max_tokens or 256
-        ), "transformers"
+        return TransformersChat.from_pretrained(args.local_model), "transformers"
     from agentenvs.core.chat import ChatClient
 
     api_key = None
@@ -538,8 +640,6 @@ def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
         args.base_url,
         args.model,
         api_key=api_key,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
         timeout_s=args.timeout_s,
         max_retries=args.max_retries,
     )
@@ -638,6 +738,18 @@ def build_parser() -> argparse.ArgumentParser:
     replay = command("replay", cmd_replay, "re-run the episodes of a results file and report mismatches")
     replay.add_argument("results", metavar="FILE")
 
+    check = command(
+        "check-data",
+        cmd_check_data,
+        "load a data folder through an env's official loader, report what it skipped, play expert and random",
+    )
+    check.add_argument("env_id", metavar="ID")
+    check.add_argument("data_dir", metavar="DATA_DIR", help="a folder in the original's published layout")
+    check.add_argument("--episodes", type=int, default=10, help="tasks played by each agent (default 10)")
+    check.add_argument(
+        "--env-kwarg", action="append", metavar="KEY=VALUE", help="env keyword argument (repeatable)"
+    )
+
     evaluate = command("eval", cmd_eval, "evaluate a chat model on a panel and write a submission bundle")
     evaluate.add_argument("env_ids", nargs="+", metavar="ID|all|PATTERN")
     evaluate.add_argument(
@@ -657,8 +769,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-window", type=int, help="past turns shown besides the first (default all)"
     )
     evaluate.add_argument("--model-size", default="", help="parameter count shown on the board, e.g. 7B")
-    evaluate.add_argument("--temperature", type=float, default=0.0)
-    evaluate.add_argument("--max-tokens", type=int, help="tokens per response")
+    evaluate.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    evaluate.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default 1)")
+    evaluate.add_argument("--seed", type=int, help="sampling seed sent with every request (default none)")
+    evaluate.add_argument(
+        "--max-tokens", type=int, help="tokens per response for every env (default: each env's paper setting)"
+    )
+    evaluate.add_argument(
+        "--max-model-len",
+        type=int,
+        help="the model's context in tokens (default: what the server's /v1/models reports)",
+    )
     evaluate.add_argument("--timeout-s", type=float, default=60.0, help="per request (default 60)")
     evaluate.add_argument("--max-retries", type=int, default=3, help="per request (default 3)")
 

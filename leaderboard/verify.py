@@ -3,16 +3,23 @@
 Checks, in order (all problems are collected, up to :data:`MAX_PROBLEMS`):
 
 1. the document follows the schema (:func:`agentenvs.agents.bundle.validate`);
-2. the panel is known and every env's digest equals the digest this version
-   computes (a panel of another version or other tasks is refused);
+2. the panel is known, ``package_version`` is this board's version (every
+   env digest covers the version, so a digest that matches was made by it:
+   another version named beside matching digests is forged), and every env's
+   digest equals the digest this version computes (a panel of another
+   version or other tasks is refused);
 3. coverage: every panel episode (env, task id, seed) is present exactly once,
    nothing else is, and every episode names the submitted model;
 4. replay: each episode is reset from its task id and seed and stepped with
    its recorded responses; each turn's reward, obs key and state key, the
    turn count, component sums, return, success and score must equal the
-   record's (an edited response changes them);
+   record's (an edited response changes them); an episode recorded as ended
+   by ``context_overflow`` must still be running after its turns, and counts
+   as a failure with score 0;
 5. the summary is recomputed from the episodes and must equal the submitted
-   one (never trusted; the stored numbers are the recomputed ones).
+   one (never trusted; the stored numbers are the recomputed ones); the
+   per-family summaries the board ranks by (:func:`family_summaries`) are
+   computed the same way.
 
 Token counts and timings cannot be replayed; they are shown as reported.
 
@@ -34,6 +41,7 @@ from typing import Any
 import agentenvs
 from agentenvs.agents.bundle import BundleError, summarize, summary_differences, validate
 from agentenvs.agents.panel import PANELS, PanelSpec, env_panel, panel_digest
+from agentenvs.core.keys import stable_digest
 from agentenvs.core.prompting import observation_text
 from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
@@ -48,6 +56,7 @@ class Verdict:
 
     problems: list[str] = field(default_factory=list)
     summary: dict[str, Any] | None = None
+    families: dict[str, Any] | None = None
     transcripts: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
@@ -81,9 +90,18 @@ def verify_submission(
         verdict.add(f"schema: {exc}")
         return verdict
     metadata, episodes = document["metadata"], document["episodes"]
+    if stable_digest(metadata["settings"]) != metadata["settings_digest"]:
+        verdict.add("the settings digest does not match the settings")
+        return verdict
     spec = panels.get(metadata["panel"])
     if spec is None:
         verdict.add(f"unknown panel {metadata['panel']!r}")
+        return verdict
+    if metadata["package_version"] != agentenvs.__version__:
+        verdict.add(
+            f"package_version {metadata['package_version']!r}: this board replays agentenvs "
+            f"{agentenvs.__version__} only (its panel digests cover the version)"
+        )
         return verdict
     if not _check_panel(spec, metadata, verdict) or not _check_coverage(spec, metadata, episodes, verdict):
         return verdict
@@ -98,7 +116,42 @@ def verify_submission(
         for difference in summary_differences(document["summary"], recomputed):
             verdict.add(f"summary does not follow from the episodes: {difference}")
         verdict.summary = recomputed
+        verdict.families = family_summaries(episodes)
     return verdict
+
+
+def family_of(env_id: str) -> str:
+    """The family an env id belongs to: its package's first env name (``agentenvs/Search-NQ-v0`` → ``Search``).
+
+    An id this version no longer registers (a row an older board stored) is
+    its own name's first part, so its pages still render.
+    """
+    return _FAMILIES.get(env_id) or env_id.split("/")[-1].split("-")[0]
+
+
+def _family_names() -> dict[str, str]:
+    first: dict[str, str] = {}
+    names = {}
+    for entry in agentenvs.ENV_ENTRIES:
+        package = entry.entry_point.split(":")[0].split(".")[1]
+        first.setdefault(package, entry.name.split("-")[0])
+        names[entry.env_id] = first[package]
+    return names
+
+
+_FAMILIES = _family_names()
+
+
+def family_summaries(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per family: the ``overall`` of :func:`~agentenvs.agents.bundle.summarize` over its envs' episodes.
+
+    A family's score is the unweighted mean of its envs' means (the eight
+    Search ids count as one family), with the same bootstrap interval.
+    """
+    by_family: dict[str, list[Mapping[str, Any]]] = {}
+    for episode in episodes:
+        by_family.setdefault(family_of(episode["env_id"]), []).append(episode)
+    return {family: summarize(rows)["overall"] for family, rows in sorted(by_family.items())}
 
 
 def _check_panel(spec: PanelSpec, metadata: Mapping[str, Any], verdict: Verdict) -> bool:
@@ -197,7 +250,8 @@ def _replay_chunk(
     turn = 0
     running = {slot for slot, replay in replays.items() if replay.record["responses"]}
     for slot in set(replays) - running:
-        replays[slot].error = "the record has no turns"
+        if not _overflowed(replays[slot].record):
+            replays[slot].error = "the record has no turns"
     while running:
         responses = {slot: replays[slot].record["responses"][turn] for slot in sorted(running)}
         for slot, result in backend.step(responses).items():
@@ -238,7 +292,12 @@ def _differences(replay: _Replay) -> list[str]:
         return [replay.error]
     record = replay.record
     problems = []
-    if replay.final is None:
+    if _overflowed(record):
+        if replay.final is not None:
+            problems.append("the env ended the episode; the record says the context overflowed")
+        if record["success"] or record["score"] != 0:
+            problems.append("an episode ended by context overflow must fail with score 0")
+    elif replay.final is None:
         problems.append(f"the episode had not ended after the record's {len(record['responses'])} turns")
     elif len(replay.rewards) != len(record["responses"]):
         problems.append(
@@ -270,6 +329,10 @@ def _differences(replay: _Replay) -> list[str]:
         if not _same(record["score"], replay.final["score"]):
             problems.append(f"score {record['score']!r}, replayed {replay.final['score']!r}")
     return problems
+
+
+def _overflowed(record: Mapping[str, Any]) -> bool:
+    return record.get("end_reason") == "context_overflow"
 
 
 def _same(actual: Any, claimed: Any) -> bool:

@@ -7,17 +7,36 @@ A bundle is a folder of three files (and, for upload, one JSON document
     one line per finished episode (:data:`EPISODE_SCHEMA`): what replay needs
     (env id, split, task id, seed, every raw response) and what it must
     reproduce (per-turn rewards, obs and state keys, success, score), plus
-    usage (prompt/completion tokens, seconds in the model and in the env).
+    usage (prompt/completion tokens, seconds in the model and in the env), and
+    ``end_reason``: ``terminated``, ``truncated`` or ``context_overflow`` (the
+    prompt no longer fit the model's context: a failure, score 0).
 ``summary.json``
-    per env: episodes, success and score means with 95% bootstrap intervals,
-    mean turns, token totals; ``overall``: the unweighted mean over envs
-    (:func:`summarize`). Written once every panel episode has finished.
+    per env: episodes, success (95% Wilson interval) and score (95% bootstrap
+    interval), mean turns, token totals, context overflows; ``overall``: the
+    unweighted mean over envs (:func:`summarize`). Written once every panel
+    episode has finished.
 ``metadata.json``
-    model, size, endpoint kind, package version, panel name and digests
-    (:data:`METADATA_SCHEMA`).
+    model, size, endpoint kind, package version, panel name and digests, and
+    the generation settings (``settings``: temperature, top_p, seed, history
+    window, context length, how tokens were counted, each env's max_tokens
+    and stop strings) with their digest ``settings_digest``: submissions rank
+    together only when it is equal (:data:`METADATA_SCHEMA`).
 
 Every read validates against the JSON schema (draft-07, :func:`validate`);
-the schema is part of the public format (``SUBMISSION_SCHEMA``).
+the schema is part of the public format (``SUBMISSION_SCHEMA``). Beyond the
+schema, :func:`validate` enforces what JSON Schema cannot say:
+
+* every string (and object key) is valid Unicode: no lone surrogates;
+* an ``integer`` is an exact JSON integer (``0.0`` is refused, although
+  draft-07 counts it as an integer) within ``0 … 2**53 - 1``, the range every
+  JSON reader holds exactly;
+* a display name (``format: agentenvs-name``: model, size, agent) has no
+  control, format (zero-width, bidi override), private-use or unassigned
+  character, no whitespace but single inner spaces, is in NFKC form (no
+  fullwidth or ligature look-alikes) and does not mix Latin, Cyrillic and
+  Greek letters (no Latin name with a Cyrillic ``е``);
+* ``package_version`` is a PEP 440 version (``created``, a UTC timestamp
+  ``YYYY-MM-DDTHH:MM:SSZ`` of a real date, is the schema's ``date-time``).
 """
 
 from __future__ import annotations
@@ -25,22 +44,33 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 import numpy as np
+from packaging.version import InvalidVersion, Version
 
 import agentenvs
 from agentenvs.agents.panel import PanelSpec, panel_digest
+from agentenvs.core.keys import stable_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
+WILSON_Z = 1.959963984540054  # the standard normal's 97.5% quantile: a 95% interval
+FEW_EPISODES = 30  # below this many episodes per env, intervals are wide; the eval table says so
+END_REASONS = ("terminated", "truncated", "context_overflow")
 
+# the largest integer an IEEE double (a JSON reader's number) holds exactly; SQLite's INTEGER holds it too
+MAX_INTEGER = 2**53 - 1
+NAME_FORMAT, VERSION_FORMAT = "agentenvs-name", "pep440-version"
+TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 _number = {"type": "number"}
-_count = {"type": "integer", "minimum": 0}
+_count = {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER}
+_name = {"type": "string", "format": NAME_FORMAT}
 _keys = {"type": "array", "items": {"type": "string", "maxLength": 128}}
 
 EPISODE_SCHEMA: dict[str, Any] = {
@@ -73,7 +103,7 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "split": {"type": "string", "maxLength": 32},
         "task_id": {"type": "string", "maxLength": 500},
         "seed": _count,
-        "agent": {"type": "string", "maxLength": 200},
+        "agent": {**_name, "maxLength": 200},
         "responses": {"type": "array", "items": {"type": "string"}},
         "rewards": {"type": "array", "items": _number},
         "obs_keys": _keys,
@@ -87,6 +117,7 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "completion_tokens": _count,
         "model_s": {"type": "number", "minimum": 0},
         "env_s": {"type": "number", "minimum": 0},
+        "end_reason": {"enum": list(END_REASONS)},
     },
 }
 _interval = {
@@ -113,6 +144,7 @@ SUMMARY_SCHEMA: dict[str, Any] = {
                     "turns": _number,
                     "prompt_tokens": _count,
                     "completion_tokens": _count,
+                    "context_overflows": _count,
                 },
             },
         },
@@ -135,15 +167,17 @@ METADATA_SCHEMA: dict[str, Any] = {
         "panel",
         "panel_digest",
         "env_digests",
+        "settings",
+        "settings_digest",
         "created",
     ],
     "additionalProperties": False,
     "properties": {
         "schema": {"const": SCHEMA_VERSION},
-        "model": {"type": "string", "minLength": 1, "maxLength": 200},
-        "model_size": {"type": "string", "maxLength": 40},
+        "model": {**_name, "minLength": 1, "maxLength": 200},
+        "model_size": {**_name, "maxLength": 40},
         "endpoint": {"enum": ["openai", "transformers", "scripted"]},
-        "package_version": {"type": "string", "maxLength": 40},
+        "package_version": {"type": "string", "format": VERSION_FORMAT, "maxLength": 40},
         "panel": {"type": "string", "maxLength": 40},
         "panel_digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
         "env_digests": {
@@ -151,7 +185,40 @@ METADATA_SCHEMA: dict[str, Any] = {
             "minProperties": 1,
             "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
         },
-        "created": {"type": "string", "maxLength": 40},
+        "settings": {
+            "type": "object",
+            "required": [
+                "temperature", "top_p", "seed", "history_window", "context_length", "token_count", "envs",
+            ],
+            "additionalProperties": False,
+            "properties": {
+                "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+                "top_p": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "seed": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INTEGER},
+                "history_window": {"type": ["integer", "null"], "minimum": 0, "maximum": 10**6},
+                "context_length": {"type": ["integer", "null"], "minimum": 1, "maximum": 10**9},
+                "token_count": {"enum": ["server", "estimate", "none"]},
+                "envs": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["max_tokens", "stop"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "max_tokens": {"type": "integer", "minimum": 1, "maximum": 10**9},
+                            "stop": {
+                                "type": "array",
+                                "maxItems": 8,
+                                "items": {"type": "string", "minLength": 1, "maxLength": 64},
+                            },
+                        },
+                    },
+                },
+            },
+        },  # fmt: skip
+        "settings_digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+        "created": {"type": "string", "format": "date-time", "pattern": TIMESTAMP_PATTERN},
     },
 }
 SUBMISSION_SCHEMA: dict[str, Any] = {
@@ -166,17 +233,15 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
         "episodes": {"type": "array", "minItems": 1, "items": EPISODE_SCHEMA},
     },
 }
-# compiled to Python code once: validating a large submission costs milliseconds
-_VALIDATORS = {
-    name: fastjsonschema.compile(schema)
-    for name, schema in (
-        ("episode", EPISODE_SCHEMA),
-        ("summary", SUMMARY_SCHEMA),
-        ("metadata", METADATA_SCHEMA),
-        ("submission", SUBMISSION_SCHEMA),
-    )
-}
 EPISODES_FILE, SUMMARY_FILE, METADATA_FILE = "episodes.jsonl", "summary.json", "metadata.json"
+SCHEMAS = {
+    "episode": EPISODE_SCHEMA,
+    "summary": SUMMARY_SCHEMA,
+    "metadata": METADATA_SCHEMA,
+    "submission": SUBMISSION_SCHEMA,
+}
+# compiled to Python code once: validating a large submission costs milliseconds
+_VALIDATORS = {kind: fastjsonschema.compile(schema) for kind, schema in SCHEMAS.items()}
 
 
 class BundleError(ValueError):
@@ -184,18 +249,92 @@ class BundleError(ValueError):
 
 
 def validate(kind: str, data: Any) -> None:
-    """Check ``data`` against the ``kind`` schema (episode, summary, metadata, submission)."""
+    """Check ``data`` against the ``kind`` schema and the rules beyond it (module docstring)."""
     try:
         _VALIDATORS[kind](data)
     except fastjsonschema.JsonSchemaValueException as exc:
         raise BundleError(f"{kind}: {exc.message[:300]}") from None
+    problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
+    if problem is not None:
+        raise BundleError(f"{kind}: {problem[:300]}")
+
+
+# scripts whose letters pass for each other (Latin "e", Cyrillic "е", Greek "ε"): one name uses one of them
+LOOK_ALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
+
+
+def name_problem(text: str) -> str | None:
+    """Why ``text`` cannot be shown as a name (see the module docstring), or None."""
+    for character in text:
+        category = unicodedata.category(character)
+        if category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and character != " "):
+            label = unicodedata.name(character, "unnamed")
+            return f"U+{ord(character):04X} ({label}) is a control, format, bidi or invisible character"
+    if text != text.strip() or "  " in text:
+        return "leading, trailing or doubled spaces"
+    if unicodedata.normalize("NFKC", text) != text:
+        return "not in NFKC form (compatibility look-alikes such as fullwidth letters)"
+    scripts = {unicodedata.name(c).split()[0] for c in text if c.isalpha()} & LOOK_ALIKE_SCRIPTS
+    if len(scripts) > 1:
+        return f"letters of look-alike scripts ({', '.join(sorted(scripts))}) can pass for another name"
+    return None
+
+
+def _version_problem(text: str) -> str | None:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return "not a PEP 440 version"
+    return None
+
+
+FORMAT_RULES = {NAME_FORMAT: name_problem, VERSION_FORMAT: _version_problem}
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _value_problems(schema: Mapping[str, Any], data: Any, path: str) -> Iterator[str]:
+    """The rules JSON Schema cannot state, checked along ``schema`` (which ``data`` already follows)."""
+    if isinstance(data, str):
+        if _lone_surrogate(data):
+            yield f"{path} is not valid Unicode (a lone surrogate)"
+        elif (rule := FORMAT_RULES.get(schema.get("format", ""))) and (problem := rule(data)) is not None:
+            yield f"{path} {data!r}: {problem}"
+    elif schema.get("type") == "integer" and type(data) is not int:
+        yield f"{path} {data!r} is not an exact integer"
+    elif isinstance(data, dict):
+        properties, others = schema.get("properties", {}), schema.get("additionalProperties")
+        for key, value in data.items():
+            if _lone_surrogate(key):
+                yield f"{path} has a key that is not valid Unicode (a lone surrogate)"
+                continue
+            inner = properties.get(key, others if isinstance(others, dict) else {})
+            yield from _value_problems(inner, value, f"{path}.{key}")
+    elif isinstance(data, list):
+        items = schema.get("items", {})
+        for index, item in enumerate(data):
+            yield from _value_problems(items, item, f"{path}[{index}]")
 
 
 def submission_metadata(
-    spec: PanelSpec, env_digests: Mapping[str, str], *, model: str, model_size: str, endpoint: str
+    spec: PanelSpec,
+    env_digests: Mapping[str, str],
+    *,
+    model: str,
+    model_size: str,
+    endpoint: str,
+    settings: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The metadata of a submission on ``spec`` over the envs of ``env_digests`` (created now)."""
     return {
+        "settings": dict(settings),
+        "settings_digest": stable_digest(dict(settings)),
         "schema": SCHEMA_VERSION,
         "model": model,
         "model_size": model_size,
@@ -217,44 +356,70 @@ def bootstrap_interval(values: Sequence[float], rng: np.random.Generator) -> tup
     return float(low), float(high), means
 
 
+def wilson_interval(successes: float, trials: int) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate.
+
+    With p = successes / n and z = :data:`WILSON_Z`:
+    (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n). Unlike a bootstrap,
+    it stays wide when every episode fails or succeeds (0/3 gives [0, 0.56]).
+    """
+    if trials < 1:
+        return 0.0, 0.0
+    p, z2 = successes / trials, WILSON_Z**2
+    centre = p + z2 / (2 * trials)
+    spread = WILSON_Z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2))
+    scale = 1 + z2 / trials
+    low = 0.0 if successes <= 0 else (centre - spread) / scale
+    high = 1.0 if successes >= trials else (centre + spread) / scale
+    return low, high
+
+
 def _interval(mean: float, low: float, high: float) -> dict[str, float]:
     return {"mean": float(mean), "low": low, "high": high}
 
 
 def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-env and overall success and score with 95% bootstrap intervals.
+    """Per-env and overall success (Wilson intervals) and score (bootstrap intervals), 95%.
 
-    Deterministic: envs in sorted order, each env's episodes by (seed, task
-    id), one generator seeded with :data:`BOOTSTRAP_SEED`, so the same
-    episodes give the same summary anywhere, in any order. The overall interval resamples each env independently and
-    averages the resampled env means.
+    Success: :func:`wilson_interval` of each env's successes; overall, of the
+    unweighted mean rate over envs taken as a rate over all episodes. Score:
+    percentile bootstrap of the mean; the overall interval resamples each env
+    independently and averages the resampled env means. Deterministic: envs
+    in sorted order, each env's episodes by (seed, task id), one generator
+    seeded with :data:`BOOTSTRAP_SEED`, so the same episodes give the same
+    summary anywhere, in any order.
     """
     by_env: dict[str, list[Mapping[str, Any]]] = {}
     for episode in episodes:
         by_env.setdefault(episode["env_id"], []).append(episode)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     envs: dict[str, Any] = {}
-    resampled: dict[str, list[np.ndarray]] = {"success": [], "score": []}
+    resampled_scores: list[np.ndarray] = []
     for env_id in sorted(by_env):
         rows = sorted(by_env[env_id], key=lambda row: (row["seed"], row["task_id"]))
-        entry: dict[str, Any] = {"episodes": len(rows)}
-        for metric in ("success", "score"):
-            values = [float(row[metric]) for row in rows]
-            low, high, means = bootstrap_interval(values, rng)
-            entry[metric] = _interval(np.mean(values), low, high)
-            resampled[metric].append(means)
-        entry["turns"] = float(np.mean([row["turns"] for row in rows]))
-        entry["prompt_tokens"] = int(sum(row["prompt_tokens"] for row in rows))
-        entry["completion_tokens"] = int(sum(row["completion_tokens"] for row in rows))
-        envs[env_id] = entry
+        successes = sum(bool(row["success"]) for row in rows)
+        scores = [float(row["score"]) for row in rows]
+        low, high, means = bootstrap_interval(scores, rng)
+        resampled_scores.append(means)
+        envs[env_id] = {
+            "episodes": len(rows),
+            "success": _interval(successes / len(rows), *wilson_interval(successes, len(rows))),
+            "score": _interval(np.mean(scores), low, high),
+            "turns": float(np.mean([row["turns"] for row in rows])),
+            "prompt_tokens": int(sum(row["prompt_tokens"] for row in rows)),
+            "completion_tokens": int(sum(row["completion_tokens"] for row in rows)),
+            "context_overflows": sum(row.get("end_reason") == "context_overflow" for row in rows),
+        }
     overall: dict[str, Any] = {"envs": len(envs)}
-    for metric in ("success", "score"):
-        mean = float(np.mean([entry[metric]["mean"] for entry in envs.values()])) if envs else 0.0
-        if envs:
-            low, high = np.percentile(np.mean(resampled[metric], axis=0), [2.5, 97.5])
-        else:
-            low = high = 0.0
-        overall[metric] = _interval(mean, float(low), float(high))
+    total = sum(entry["episodes"] for entry in envs.values())
+    success = float(np.mean([entry["success"]["mean"] for entry in envs.values()])) if envs else 0.0
+    overall["success"] = _interval(success, *wilson_interval(success * total, total))
+    score = float(np.mean([entry["score"]["mean"] for entry in envs.values()])) if envs else 0.0
+    if envs:
+        low, high = np.percentile(np.mean(resampled_scores, axis=0), [2.5, 97.5])
+    else:
+        low = high = 0.0
+    overall["score"] = _interval(score, float(low), float(high))
     return {"envs": envs, "overall": overall}
 
 

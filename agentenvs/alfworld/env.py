@@ -42,11 +42,19 @@ Task source            games generated from the ``alfworld`` package's floor
 Termination            the goal holds (``success``; ``score`` = 1.0, ALFWorld's
                        won)
 Truncation             50 turns
+max_tokens             512 per turn, no stop string (verl-agent's ALFWorld
+                       run: ``max_response_length=512``)
 State key              every fact that can change (agent location, held object,
                        each object's receptacles, location and hot/cool/clean/
                        sliced/on states, opened receptacles, the "taken out of"
                        marks the text can show), the game's static facts and the
                        goal
+Known hacks            none under the default weights: ``progress`` is
+                       potential-based, so taking an object and putting it back
+                       nets 0; an inadmissible command pays −0.1, below every
+                       admissible one (0 besides progress); ``format`` is
+                       weighted 0 (at a positive weight it would pay every turn,
+                       up to 50 × the weight)
 =====================  =========================================================
 
 The obs key merges states that ALFWorld prints identically ("You arrive at
@@ -99,6 +107,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         "format": 0.0,
     }
     default_max_turns: ClassVar[int] = 50
+    reply_max_tokens: ClassVar[int] = 512
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     @property

@@ -47,6 +47,8 @@ Termination            the mission succeeds (or a strict verifier fails).
 Truncation             ``max_turns`` turns; default: the level's max_steps
                        (one action per turn). A ``max_turns`` kwarg also sets
                        minigrid's max_steps, so the outcome formula uses it.
+max_tokens             4096 per turn, no stop string (BALROG's
+                       ``generate_kwargs.max_tokens``)
 State key              agent position and direction, carried object, the
                        full grid encoding (type, color, state per cell), the
                        mission, the contents of closed boxes and the
@@ -56,6 +58,12 @@ Privileged             level, seed, agent position and direction, positions
                        of the objects the mission names.
 Expert                 minigrid's ``BabyAIBot``, replanning every step
                        (:mod:`agentenvs.babyai.expert`).
+Known hacks            none under the default weights: ``progress`` is
+                       potential-based, so picking the object up and
+                       dropping it again nets 0; an invalid turn pays
+                       −0.1, below every action (0 besides progress,
+                       ``drop`` with empty hands included); ``format`` is
+                       weighted 0, as in BALROG and verl-agent
 =====================  ===================================================
 
 minigrid prints "Sampling rejected: ..." while it generates some levels; the
@@ -143,6 +151,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         {"outcome": 1.0, "progress": 0.1, "format": 0.0, "invalid_action": -0.1}
     )
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
+    reply_max_tokens: ClassVar[int] = 4096
 
     @property
     def instructions(self) -> str:
@@ -258,6 +267,8 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._initial_cells = list(cells)
         objects = [cell for cell in cells if cell is not None]
         objects += [cell.contains for cell in objects if cell.type == "box" and cell.contains is not None]
+        if self.world.carrying is not None:  # the PutNext*Carrying levels start with an object in hand
+            objects.append(self.world.carrying)
         self._objects = objects
         self._object_index = {id(obj): index for index, obj in enumerate(objects)}
         self._movable = [obj for obj in objects if obj.type in _CHANGING_TYPES]

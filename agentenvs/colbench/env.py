@@ -38,15 +38,25 @@ termination        an answer was given (scored at once)
 truncation         ``max_turns`` turns (default 10, ColBench's limit); the
                    last turn's message is the answer, so only an invalid last
                    turn truncates without one (score 0)
+max_tokens         1024 per turn, no stop string: room for one whole function
+                   with its reasoning (our setting; ColBench leaves the limit
+                   to the serving code)
 state key          the task's hidden spec (reference + test calls) + the set of
                    facts asked about + the answer state (open, or the score);
                    the dialogue's wording and the turn count are excluded
+Known hacks        none under the default weights: every turn before the answer
+                   pays 0, invalid (empty) ones too (a tie at 0: ColBench pays
+                   only the final score); ``information`` (weight 0) is
+                   potential-based, so asking the same thing twice earns
+                   nothing. What a policy can attack is the scorer: answers run
+                   in the sandbox, and the test calls stay hidden
 =================  =============================================================
 
 Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's
 rules, for parity); see :mod:`agentenvs.colbench.scoring`. Every answer runs
 in :class:`~agentenvs.colbench.sandbox.Sandbox`; the reference outputs stay in
-this process. ``info["privileged"]`` (SWEET-RL's training-time information):
+this process; ``env.scoring_errors`` counts the jail lines that could not be
+decoded and the comparisons that raised (each failed its call, none raised). ``info["privileged"]`` (SWEET-RL's training-time information):
 ``reference`` (the source), ``hidden_facts`` (the collaborator's answers,
 one per fact) and ``function``; never rendered. Tasks: built in (train
 10,000 / valid 1,000 / test 1,000) or ColBench's files with ``data_dir=``
@@ -91,6 +101,7 @@ class ColBenchEnv(CollaborationEnv):
     """
 
     reply_chars = BACKEND_REPLY_CHARS
+    reply_max_tokens = 1024
     answer_kind = "Python code"
 
     def __init__(
@@ -122,9 +133,11 @@ class ColBenchEnv(CollaborationEnv):
         self.sandbox = Sandbox(sandbox_limits, hide=hide)
         self.reference_sandbox = Sandbox(REFERENCE_LIMITS, hide=hide, prewarm=False)
         self._expected: dict[str, tuple[CallResult, ...]] = {}
+        self.scoring_errors = 0  # undecodable jail lines and comparisons that raised, over all answers
 
     def _judge(self, answer: str) -> tuple[float, str]:
         evaluation = evaluate(answer, self.task.calls, self.expected(self.task), self.sandbox, self.scoring)
+        self.scoring_errors += evaluation.errors
         return (
             evaluation.score,
             f"Your function passed {evaluation.passed} of {evaluation.total} hidden tests.",
@@ -151,6 +164,7 @@ class ColBenchEnv(CollaborationEnv):
 
     def close(self) -> None:
         self.sandbox.close()
+        self.reference_sandbox.close()
         super().close()
 
     def expert(self) -> Any:

@@ -28,8 +28,15 @@ reward             weighted sum of (unweighted values in ``reward_components``):
   invalid_action   1 for an empty message; not potential-based; weight 0.0
 termination        an answer was given
 truncation         ``max_turns`` turns (default 10)
+max_tokens         2048 per turn, no stop string: room for a whole page (our
+                   setting; ColBench leaves the limit to the serving code)
 state key          the reference page + the set of facts asked about + the
                    last page shown + the answer state (open, or the similarity)
+Known hacks        none under the default weights: every turn before the answer
+                   pays 0, invalid (empty) ones too (a tie at 0: ColBench pays
+                   only the final similarity); ``information`` (weight 0) is
+                   potential-based. Showing no page scores 0 (ColBench's
+                   black-image fallback paid for showing nothing)
 =================  =============================================================
 
 Similarity (``score``): :func:`~agentenvs.colbench.render.page_similarity`
@@ -96,6 +103,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
     """
 
     reply_chars = FRONTEND_REPLY_CHARS
+    reply_max_tokens = 2048
     answer_kind = "HTML page"
 
     def __init__(

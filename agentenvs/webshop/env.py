@@ -58,9 +58,18 @@ Termination        ``buy now`` (reward computed, ``score`` = the reward in
                    the scale WebShop's papers report, ``success`` = reward
                    == 1); truncation after ``max_turns`` = 15 turns (then
                    ``score`` and ``paper_score`` are 0).
+max_tokens         512 per turn, no stop string (verl-agent's WebShop run:
+                   ``max_response_length=512``)
 State key          the catalog, the task (goal) and the whole session:
                    page, keywords, results page, open product, selected
                    options (sorted), sub-page and visited products.
+Known hacks        none under the default weights: valid and invalid turns
+                   before ``buy now`` all pay 0 (a tie at 0: WebShop pays
+                   nothing before the purchase), so stalling earns nothing
+                   and only buying pays; ``progress`` (weight 0) is
+                   potential-based, so selecting an option and undoing it
+                   nets 0; a positive ``format`` weight would pay well-formed
+                   filler turns, up to 15 × the weight
 =================  ==========================================================
 """
 
@@ -123,6 +132,7 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         "format": 0.0,
     }
     default_max_turns: ClassVar[int] = 15
+    reply_max_tokens: ClassVar[int] = 512
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "html"], "render_fps": 4}
 
     @property
