@@ -94,10 +94,17 @@ def pin_numerics() -> dict[str, Any]:
     capability = torch.backends.cpu.get_cpu_capability()
     wanted = PINNED_ENVIRONMENT["ATEN_CPU_CAPABILITY"].upper()
     if capability != wanted:
-        raise UnpinnedNumerics(f"ATen dispatches {capability} kernels, not {wanted}: this CPU lacks {wanted}")
+        raise UnpinnedNumerics(
+            f"ATen dispatches {capability} kernels, not {wanted}: the CPU lacks {wanted}, "
+            "or torch ran before ATEN_CPU_CAPABILITY was set"
+        )
     branch = mkl_branch()
     if torch.backends.mkl.is_available() and branch != PINNED_ENVIRONMENT["MKL_CBWR"]:
-        raise UnpinnedNumerics(f"MKL runs its {branch} branch, not {PINNED_ENVIRONMENT['MKL_CBWR']}")
+        found = "an unreadable" if branch is None else f"its {branch}"
+        raise UnpinnedNumerics(
+            f"MKL runs {found} branch, not {PINNED_ENVIRONMENT['MKL_CBWR']}: "
+            "torch ran before MKL_CBWR was set, or this torch links another MKL"
+        )
     return {
         "environment": dict(PINNED_ENVIRONMENT),
         "aten_cpu_capability": capability,
