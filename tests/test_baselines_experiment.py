@@ -14,9 +14,12 @@ import pytest
 from baselines.experiments.grpo_vs_gigpo import (
     PINNED_ENVIRONMENT,
     RESULTS_DIR,
+    UnpinnedNumerics,
     RESULTS_NAME,
     environment_is_pinned,
     episodes_to_threshold,
+    mkl_branch,
+    pin_numerics,
     moving_average,
     readme_sentence,
 )
@@ -104,6 +107,18 @@ def test_an_environment_missing_one_pin_is_not_pinned():
     for name in PINNED_ENVIRONMENT:
         assert not environment_is_pinned({**PINNED_ENVIRONMENT, name: "avx512"})
         assert not environment_is_pinned({key: v for key, v in PINNED_ENVIRONMENT.items() if key != name})
+
+
+def test_a_process_whose_torch_started_unpinned_is_refused():
+    if environment_is_pinned():
+        pytest.skip("this test process was started with the pinned environment")
+    import torch
+
+    torch.ones(4).exp().sum()  # torch has dispatched, so ATen and MKL chose their kernels
+    with pytest.raises(UnpinnedNumerics):
+        pin_numerics()
+    assert not torch.are_deterministic_algorithms_enabled()  # refused before changing anything
+    assert mkl_branch() is not None or not torch.backends.mkl.is_available()  # the check can read MKL
 
 
 @pytest.mark.slow

@@ -83,14 +83,12 @@ def mkl_branch() -> str | None:
 
 
 def pin_numerics() -> dict[str, Any]:
-    """Fix the thread count and deterministic algorithms; check the process's pins; what to record.
+    """Check the process's pins, then fix the thread count and deterministic algorithms; what to record.
 
     Raises :class:`UnpinnedNumerics` when ATen or MKL run other kernels than
     the pinned ones (a CPU without AVX2, or torch initialised before the
     environment was set).
     """
-    torch.set_num_threads(PINNED_TORCH_THREADS)
-    torch.use_deterministic_algorithms(True)
     capability = torch.backends.cpu.get_cpu_capability()
     wanted = PINNED_ENVIRONMENT["ATEN_CPU_CAPABILITY"].upper()
     if capability != wanted:
@@ -105,6 +103,8 @@ def pin_numerics() -> dict[str, Any]:
             f"MKL runs {found} branch, not {PINNED_ENVIRONMENT['MKL_CBWR']}: "
             "torch ran before MKL_CBWR was set, or this torch links another MKL"
         )
+    torch.set_num_threads(PINNED_TORCH_THREADS)
+    torch.use_deterministic_algorithms(True)
     return {
         "environment": dict(PINNED_ENVIRONMENT),
         "aten_cpu_capability": capability,
