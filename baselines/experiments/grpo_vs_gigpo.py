@@ -12,7 +12,7 @@ every run's success curve and the settings) and the curves
 ``--results``, by default ``baselines/experiments/results`` in the repo: the
 README's numbers are :func:`readme_sentence` of that file.
 
-    python -m baselines.experiments.grpo_vs_gigpo --seeds 0 1 2 --out runs/mini
+    python -m baselines.experiments.grpo_vs_gigpo --seeds 0 1 2 3 4 5 6 7 --out runs/mini
 
 The numbers are bit-reproducible on any x86-64 machine with AVX2: a float's
 rounding depends on which CPU kernels torch dispatches (ATen's vector width,
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(DEFAULT_CONFIG))
     parser.add_argument("--estimators", nargs="+", default=["grpo", "gigpo"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
     parser.add_argument("--iterations", type=int, default=None, help="override the config's iterations")
     parser.add_argument("--threshold", type=float, default=0.4)
     parser.add_argument("--window", type=int, default=5)
