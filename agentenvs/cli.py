@@ -689,7 +689,8 @@ def cmd_diagnose_grouping(args: argparse.Namespace) -> int:
         try:
             paths = grouping.write_results(results, Path(args.out))
         except ImportError as exc:
-            _note(notes, f"wrote {Path(args.out) / grouping.results_name(env_id, args.agent)}.json; {exc}", "red")
+            written = Path(args.out) / f"{grouping.results_name(env_id, args.agent)}.json"
+            _note(notes, f"wrote {written}; {exc}", "red")
             return 1
         except OSError as exc:
             raise UsageError(f"cannot write to {args.out}: {exc.strerror}") from None

@@ -1,4 +1,4 @@
-"""agentenvs.diagnostics.grouping and `agentenvs diagnose grouping`: anchor groupings scored against the true state."""
+"""agentenvs.diagnostics.grouping and `agentenvs diagnose grouping`: anchor groupings vs the true state."""
 
 from __future__ import annotations
 
@@ -88,10 +88,10 @@ def test_similarity_clusters_equal_those_of_the_plain_ratio():
     rng = random.Random(3)
     alphabet = "ab c\u200b\u202e\ud800é"  # zero-width, bidi override, a lone surrogate
     base = ["".join(rng.choice(alphabet) for _ in range(40)) for _ in range(4)]
-    observations = [
-        [b[: rng.randrange(30, 41)] + "".join(rng.choice(alphabet) for _ in range(rng.randrange(4))) for b in base]
-        for _ in range(6)
-    ]
+    def variant(text: str) -> str:
+        return text[: rng.randrange(30, 41)] + "".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
+
+    observations = [[variant(text) for text in base] for _ in range(6)]
     for threshold in (0.9, 0.95):
         expected, founders = [], []
         for steps in observations:
@@ -129,11 +129,13 @@ def test_expert_members_repeat_so_state_groups_are_multiples_of_the_group_size()
 @pytest.mark.parametrize("episodes, group_size", [(12, 8), (0, 8), (8, 0), (4, 8)])
 def test_episodes_must_fill_whole_groups(episodes, group_size):
     with pytest.raises(ValueError):
-        diagnose(gym.make("agentenvs/Sokoban-v0"), "agentenvs/Sokoban-v0", "random", episodes=episodes, group_size=group_size)
+        env = gym.make("agentenvs/Sokoban-v0")
+        diagnose(env, "agentenvs/Sokoban-v0", "random", episodes=episodes, group_size=group_size)
 
 
 def test_cli_prints_the_table_and_writes_json_and_png(tmp_path, capsys):
-    assert main(["diagnose", "grouping", "Sokoban-v0", "--agent", "expert", "--episodes", "8", "--out", str(tmp_path)]) == 0
+    argv = ["Sokoban-v0", "--agent", "expert", "--episodes", "8", "--out", str(tmp_path)]
+    assert main(["diagnose", "grouping", *argv]) == 0
     printed = capsys.readouterr().out
     for anchor in ("observation", "state", "similarity≥0.95", "similarity≥0.9"):
         assert anchor in printed

@@ -209,9 +209,12 @@ def diagnose(
 ) -> dict[str, Any]:
     """Play ``episodes`` (a multiple of ``group_size``) and score every grouping; the results document."""
     if group_size < 1 or episodes < group_size or episodes % group_size:
-        raise ValueError(f"episodes ({episodes}) must be a positive multiple of the group size ({group_size})")
+        raise ValueError(
+            f"episodes ({episodes}) must be a positive multiple of the group size ({group_size})"
+        )
+    groups = episodes // group_size
     rollouts = play_groups(
-        env, agent_name, groups=episodes // group_size, group_size=group_size, seed=seed, on_episode=on_episode
+        env, agent_name, groups=groups, group_size=group_size, seed=seed, on_episode=on_episode
     )
     return {
         "env_id": env_id,
@@ -220,7 +223,9 @@ def diagnose(
         "group_size": group_size,
         "seed": seed,
         "turns": rollouts.turns,
-        "true_states": len({(g, s) for g, keys in zip(rollouts.group_ids, rollouts.state_keys) for s in keys}),
+        "true_states": len(
+            {(group, state) for group, keys in zip(rollouts.group_ids, rollouts.state_keys) for state in keys}
+        ),
         "groupings": [asdict(row) for row in score_groupings(rollouts)],
     }
 
@@ -319,9 +324,9 @@ def markdown_row(results: dict[str, Any]) -> str:
 def markdown_table(documents: Sequence[dict[str, Any]]) -> str:
     """The Markdown table of several diagnostics (one row each, columns named by the first's groupings)."""
     anchors = [row["anchor"] for row in documents[0]["groupings"]]
+    measures = "aliased groups / turns / fragmented / singletons"
     header = ["env", "agent", "turns"] + [
-        f"{anchor}: singletons" if anchor == "state" else f"{anchor}: aliased groups / turns / fragmented / singletons"
-        for anchor in anchors
+        f"{anchor}: singletons" if anchor == "state" else f"{anchor}: {measures}" for anchor in anchors
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + [markdown_row(document) for document in documents])
