@@ -425,6 +425,8 @@ def test_obs_key_is_the_digest_of_every_observation_under_every_preset(preset):
     from agentenvs.core.keys import text_key
 
     env = make("hotpotqa", split="test", reward_preset=preset)
+    env.reset(seed=0)
+    assert env.step("<answer> x </answer>")[4]["obs_key"] == text_key("")  # an answer before any search
     rng = np.random.default_rng(1)
     for seed in range(20):
         obs, info = env.reset(seed=seed)

@@ -294,7 +294,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._matches_answers = False
         self._evidence_rows: tuple[int, ...] = ()
         self._passages = PassageLines()
-        self._information = ("", "")  # the last search's observation and its obs_key
+        self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
         self._prompt = ""
         self._clear_episode()
@@ -399,8 +399,9 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return text
 
     def _observation_key(self, text: str) -> str:
-        information, key = self._information
-        return key if text == information else text_key(text)
+        if self._information is not None and text == self._information[0]:
+            return self._information[1]
+        return text_key(text)
 
     def _invalid_observation(self, error: str) -> str:
         if self._tracks_sequence:
