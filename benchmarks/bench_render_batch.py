@@ -17,6 +17,7 @@ the single page in the same pass. Wall time on this machine (a shared
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import threading
 import time
@@ -79,7 +80,7 @@ def main() -> None:
             ratios[name].append(spent["one page, in turn"] / spent[name])
     lines = [
         f"ColBench-Frontend renders: a batch of {args.batch} different answer pages, median of {args.repeats} "
-        "alternating passes, one run on a shared 2-core machine",
+        f"alternating passes, one run on a shared 2-core machine (load average {os.getloadavg()[0]:.1f})",
         f"{'how':<34} {'s/batch':>8} {'answers/s':>10} {'× one page':>10} {'pixels differing':>17}",
     ]
     for name in ways:

@@ -41,6 +41,7 @@ compare runs, not single figures). ``--out`` writes the printed table.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -149,7 +150,8 @@ def main() -> None:
     lines = [
         f"agentenvs {agentenvs.__version__}: env share of a batched rollout, {args.groups} groups × "
         f"{args.group_size} envs, {args.batch_turns} batch turns, expert play, one process on one core",
-        "shared 2-core machine; generation = R tokens ÷ one sequence's decode speed (upper bound on the share)",
+        "shared 2-core machine (load average at the start: {:.1f}); generation = R tokens ÷ one sequence's "
+        "decode speed (upper bound on the share)".format(os.getloadavg()[0]),
     ]
     lines += [f"decode {s.model}: {s.tokens_per_s:g} tokens/s per sequence ({s.source})" for s in speeds]
     header = f"{'env':<28} {'envs':>4} {'resets':>6} {'ended':>5} {'env s/turn':>10}"
@@ -175,6 +177,8 @@ def main() -> None:
                     line += f" {generation:>14.3f} {100 * seconds / (seconds + generation):>6.2f}%"
         lines.append(line)
         print(line, flush=True)
+    lines.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    print(lines[-1])
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -67,21 +68,40 @@ def expert_episodes(env: SearchEnv, episodes: int) -> list[Episode]:
     return played
 
 
-def replay_ours(env: SearchEnv, episodes: list[Episode]) -> tuple[float, float, int]:
-    """Seconds in reset, seconds in step, turns."""
-    reset_s = step_s = 0.0
-    turns = 0
+@dataclass
+class Timing:
+    reset_s: float = 0.0
+    step_s: float = 0.0
+    search_s: float = 0.0
+    turns: int = 0
+    searches: int = 0
+
+
+def replay(
+    reset: Callable[[Episode], Any],
+    step: Callable[[str], Any],
+    episodes: list[Episode],
+    after_reset: Callable[[Episode], Any] | None = None,
+) -> Timing:
+    """Time ``reset`` and every ``step`` of the played episodes (``after_reset`` runs outside the clock)."""
+    timing = Timing()
     clock = time.perf_counter
     for episode in episodes:
         start = clock()
-        env.reset(seed=episode.seed)
-        reset_s += clock() - start
+        reset(episode)
+        timing.reset_s += clock() - start
+        if after_reset is not None:
+            after_reset(episode)
         for response in episode.responses:
             start = clock()
-            env.step(response)
-            step_s += clock() - start
-        turns += len(episode.responses)
-    return reset_s, step_s, turns
+            step(response)
+            elapsed = clock() - start
+            timing.step_s += elapsed
+            if "<search>" in response:
+                timing.search_s += elapsed
+                timing.searches += 1
+        timing.turns += len(episode.responses)
+    return timing
 
 
 def gem_env(retriever: Any, topk: int, episodes: list[Episode]) -> Any:
@@ -102,23 +122,6 @@ def gem_env(retriever: Any, topk: int, episodes: list[Episode]) -> Any:
     return ToolEnvWrapper(env, [InProcessSearchTool(topk=topk)], max_tool_uses=None)
 
 
-def replay_gem(env: Any, episodes: list[Episode]) -> tuple[float, float, int]:
-    reset_s = step_s = 0.0
-    turns = 0
-    clock = time.perf_counter
-    for episode in episodes:
-        start = clock()
-        env.reset()
-        reset_s += clock() - start
-        env.env.set_state({"first_obs": str(episode.seed), "answer": list(episode.golden_answers)})
-        for response in episode.responses:
-            start = clock()
-            env.step(response)
-            step_s += clock() - start
-        turns += len(episode.responses)
-    return reset_s, step_s, turns
-
-
 def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[str] | str:
     """One table row's cells for ``style``, or why GEM did not run."""
     try:
@@ -130,13 +133,19 @@ def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[s
     peer = gem_env(env.retriever, env.topk, played)
     scorer = env.retriever.scorer
     ours_rates, gem_rates, ratios, ours_resets, gem_resets = [], [], [], [], []
+    # GEM's reset samples a dataset row; its set_state then puts it on the episode's question
+    sides = (
+        (lambda e: env.reset(seed=e.seed), env.step, None, ours_resets),
+        (lambda e: peer.reset(), peer.step,
+         lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}), gem_resets),
+    )  # fmt: skip
     for _ in range(repeats):
         rates = []
-        for replay, target, resets in ((replay_ours, env, ours_resets), (replay_gem, peer, gem_resets)):
+        for reset, step, after_reset, resets in sides:
             scorer.clear_cache()
-            reset_s, step_s, turns = replay(target, played)
-            rates.append(turns / step_s)
-            resets.append(1e6 * reset_s / len(played))
+            timing = replay(reset, step, played, after_reset)
+            rates.append(timing.turns / timing.step_s)
+            resets.append(1e6 * timing.reset_s / len(played))
         ours_rates.append(rates[0])
         gem_rates.append(rates[1])
         ratios.append(rates[0] / rates[1])
@@ -154,21 +163,9 @@ def alone(env: SearchEnv, episodes: int) -> tuple[float, float, float, int]:
     played = expert_episodes(env, episodes)
     if hasattr(env.retriever, "scorer"):  # a server client holds no cache here
         env.retriever.scorer.clear_cache()
-    reset_s, step_s, searches, search_s, turns = 0.0, 0.0, 0, 0.0, 0
-    for episode in played:
-        start = time.perf_counter()
-        env.reset(seed=episode.seed)
-        reset_s += time.perf_counter() - start
-        for response in episode.responses:
-            start = time.perf_counter()
-            env.step(response)
-            elapsed = time.perf_counter() - start
-            step_s += elapsed
-            turns += 1
-            if "<search>" in response:
-                search_s += elapsed
-                searches += 1
-    return 1e3 * reset_s / len(played), 1e3 * search_s / max(searches, 1), turns / step_s, turns
+    timing = replay(lambda e: env.reset(seed=e.seed), env.step, played)
+    search_ms = 1e3 * timing.search_s / max(timing.searches, 1)
+    return 1e3 * timing.reset_s / len(played), search_ms, timing.turns / timing.step_s, timing.turns
 
 
 def table_of(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
@@ -192,7 +189,7 @@ def main() -> None:
     console = Console(record=True, width=140)
     emit: Callable[[Any], None] = console.print
     emit("Search QA turns, agentenvs beside GEM (gem-llm 0.1.0), in process, same responses, same BM25 index;")
-    emit("wall time on a shared 2-core machine, passes alternating in one run.")
+    emit(f"wall time on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run.")
     rows, notes = [], []
     for style in STYLES:
         row = versus_gem(style, args.passages, args.episodes, args.repeats)
