@@ -31,7 +31,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 say "installing ${missing[*]} with apt-get"
 if ! { "${as_root[@]}" apt-get update -qq \
-        && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq "${missing[@]}"; }; then
+        && "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; }; then
     say "apt-get could not install ${missing[*]}: what needs it will be skipped (retry: apt-get install ${missing[*]})"
 fi
 exit 0

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from PIL import Image
@@ -56,8 +55,15 @@ from PIL import Image
 from agentenvs.colbench.collaborators import Collaborator, LLMDesignCollaborator
 from agentenvs.colbench.dialogue import CollaborationEnv
 from agentenvs.colbench.pages import GeneratedPages, OfficialPages
-from agentenvs.colbench.render import ClipSimilarity, PageRenderer, decode_png, html_of, page_similarity
-from agentenvs.core.env import MissingProgram, StepOutcome
+from agentenvs.colbench.render import (
+    ClipSimilarity,
+    PageRenderer,
+    decode_png,
+    html_of,
+    page_similarity,
+    require_chromium,
+)
+from agentenvs.core.env import StepOutcome
 from agentenvs.core.keys import stable_digest
 
 FRONTEND_REPLY_CHARS = 1000
@@ -83,7 +89,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
             :class:`LLMDesignCollaborator` (a vision model shown both renders, as in ColBench).
         clip_checkpoint: a local CLIP checkpoint folder; the deterministic image metric when None.
         success_threshold: the similarity that counts as success.
-        chromium: the browser executable.
+        chromium: the browser executable; ``chromium`` on ``PATH`` when None (Debian's package).
         max_turns: messages before the episode ends (10).
         reward_weights: overrides of ``outcome``, ``information``, ``format``, ``invalid_action``.
         render_mode: ``"ansi"`` renders the dialogue.
@@ -100,15 +106,12 @@ class ColBenchFrontendEnv(CollaborationEnv):
         collaborator: Collaborator | None = None,
         clip_checkpoint: str | None = None,
         success_threshold: float = SUCCESS_SIMILARITY,
-        chromium: str = "/usr/bin/chromium",
+        chromium: str | None = None,
         max_turns: int | None = None,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if not Path(chromium).is_file():
-            raise MissingProgram(
-                f"no browser at {chromium}: install Debian's chromium (apt-get install chromium)"
-            )
+        executable = require_chromium(chromium)  # before any task loads: a missing browser fails fast
         source = OfficialPages(data_dir) if data_dir is not None else GeneratedPages()
         super().__init__(
             source,
@@ -119,7 +122,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
             reward_weights=reward_weights,
             render_mode=render_mode,
         )
-        self.renderer = PageRenderer(chromium)
+        self.renderer = PageRenderer(executable)
         self.similarity = ClipSimilarity(clip_checkpoint) if clip_checkpoint is not None else page_similarity
         self.success_threshold = float(success_threshold)
         self._references: OrderedDict[str, bytes] = OrderedDict()

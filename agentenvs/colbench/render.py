@@ -31,6 +31,7 @@ import asyncio
 import atexit
 import io
 import re
+import shutil
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -39,7 +40,15 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-CHROMIUM = "/usr/bin/chromium"
+from agentenvs.core.env import MissingProgram
+
+# Debian's package puts it at /usr/bin/chromium; it is looked up on PATH, so that a PATH without it
+# behaves as a machine without it.
+CHROMIUM_PROGRAM = "chromium"
+CHROMIUM_INSTALL = (
+    "install Debian's chromium as root: apt-get install chromium "
+    "(the repository's scripts/install_system_packages.sh does it when missing)"
+)
 VIEWPORT = {"width": 800, "height": 600}
 MAX_HEIGHT = 2400
 RENDER_TIMEOUT_MS = 10_000
@@ -55,6 +64,24 @@ CHROMIUM_ARGS = (
     "--force-color-profile=srgb",
     "--hide-scrollbars",
 )
+
+
+def find_chromium() -> str | None:
+    """The path of the ``chromium`` executable on ``PATH``, or None where there is none."""
+    return shutil.which(CHROMIUM_PROGRAM)
+
+
+def require_chromium(executable: str | None = None) -> str:
+    """``executable`` (or Chromium on ``PATH`` when None), checked to exist.
+
+    Raises:
+        MissingProgram: no such file, or no ``chromium`` on ``PATH``; the message says how to install it.
+    """
+    found = find_chromium() if executable is None else executable
+    if found is None or not Path(found).is_file():
+        where = "on PATH" if executable is None else f"at {executable}"
+        raise MissingProgram(CHROMIUM_PROGRAM, f"no chromium {where}: {CHROMIUM_INSTALL}")
+    return found
 
 
 def html_of(answer: str) -> str | None:
@@ -147,10 +174,10 @@ class PageRenderer:
     renderer opens its own on first use.
     """
 
-    def __init__(self, executable: str = CHROMIUM, max_height: int = MAX_HEIGHT, pages: int = PAGES) -> None:
+    def __init__(self, executable: str | None = None, max_height: int = MAX_HEIGHT, pages: int = PAGES) -> None:
         if int(pages) < 1:
             raise ValueError(f"pages must be >= 1, got {pages}")
-        self.executable = executable
+        self.executable = require_chromium(executable)
         self.max_height = max_height
         self.pages = int(pages)
         self._idle: list[Any] = []

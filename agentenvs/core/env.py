@@ -86,8 +86,17 @@ class InvalidAction(Exception):
 class MissingProgram(FileNotFoundError):
     """A program outside Python that the env needs (a browser, a JVM) is not installed.
 
-    The message says how to install it; ``agentenvs run all`` skips such envs with that message.
+    The message says how to install it; ``agentenvs run all`` skips such envs with that message, and the
+    test suite skips the tests that need it where ``program`` is not on ``PATH``.
     """
+
+    def __init__(self, program: str, message: str) -> None:
+        super().__init__(message)
+        self.program = program
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # the default would rebuild it from ``args`` alone (the message), losing ``program``
+        return type(self), (self.program, str(self))
 
 
 @dataclass

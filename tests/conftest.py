@@ -1,0 +1,27 @@
+"""Suite-wide hooks.
+
+A test that needs a program outside Python (Debian's chromium) skips, naming the program and how to
+install it, where that program is not on ``PATH``: the env raises
+:class:`~agentenvs.core.env.MissingProgram` and the report says why. Where the program is on ``PATH``
+the same error fails the test as any other.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from agentenvs.core.env import MissingProgram
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, MissingProgram) and shutil.which(error.program) is None:
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {error}")
+    return report
