@@ -55,3 +55,11 @@ def test_search_beside_gem_and_batch_render_figures_are_recorded():
         recorded = set(FIGURE.findall((RESULTS / result).read_text()))
         assert len(quoted) >= 3, opening
         assert quoted <= recorded, f"{opening} quotes {sorted(quoted - recorded)}, not in {result}"
+
+
+def test_every_figure_of_the_section_is_recorded():
+    recorded = set()
+    for result in ("bench_rollout_share.txt", "bench_search.txt", "bench_render_batch.txt"):
+        recorded |= set(FIGURE.findall((RESULTS / result).read_text()))
+    quoted = set(FIGURE.findall(readme_section()))
+    assert quoted <= recorded, f"the README section quotes {sorted(quoted - recorded)}, recorded nowhere"
