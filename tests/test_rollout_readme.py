@@ -30,8 +30,8 @@ def test_the_share_table_has_one_row_per_recorded_env_with_its_figures():
         for line in (RESULTS / "bench_rollout_share.txt").read_text().splitlines()
         if line.startswith("agentenvs/")
     }
-    rows = [line for line in readme_section().splitlines() if line.startswith("| `agentenvs/")]
-    quoted = {row.split("`")[1]: row for row in rows}
+    rows = [line for line in readme_section().splitlines() if line.startswith("| agentenvs/")]
+    quoted = {row.split("|")[1].strip(): row for row in rows}
     assert len(rows) == len(quoted) and set(quoted) == set(recorded)
     for env_id, row in quoted.items():
         figures = FIGURE.findall(row)
