@@ -63,3 +63,15 @@ def test_every_figure_of_the_section_is_recorded():
         recorded |= set(FIGURE.findall((RESULTS / result).read_text()))
     quoted = set(FIGURE.findall(readme_section()))
     assert quoted <= recorded, f"the README section quotes {sorted(quoted - recorded)}, recorded nowhere"
+
+
+def test_the_replay_figures_are_the_recorded_episodes_per_second():
+    import json
+
+    rows = json.loads((RESULTS / "bench_leaderboard.json").read_text())
+    recorded = {row["env"].removeprefix("agentenvs/").removesuffix("-v0"): round(row["episodes_per_s"]) for row in rows}
+    quoted = dict(
+        (name, int(rate.replace(",", "")))
+        for rate, name in re.findall(r"(\d[\d,]*) on ([A-Z][A-Za-z-]+)", paragraph(readme_section(), "**Replay**"))
+    )
+    assert len(quoted) >= 4 and quoted.items() <= recorded.items(), (quoted, recorded)
