@@ -7,6 +7,7 @@
     agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
                   [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
     agentenvs replay results.jsonl
+    agentenvs check-data ID DATA_DIR [--episodes 10] [--env-kwarg KEY=VALUE ...]
     agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
                    [--panel test] [--out DIR] [--concurrency 8] [--model-size 7B]
 
@@ -23,7 +24,9 @@ Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
 ``run`` could run nothing or an agent or env raised (that pair's row is left
 out, the others still run); 2 for bad arguments (unknown id or agent, bad kwarg,
 missing file; a results file that is empty, not text, cut short or not
-records), reported in one line on stderr.
+records), reported in one line on stderr. ``check-data`` exits 1 when a task
+does not load, an episode crashes or the expert fails a task it was given, or
+when the folder cannot be opened at all.
 """
 
 from __future__ import annotations
@@ -435,6 +438,85 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
     return records
 
 
+# --------------------------------------------------------------- check-data
+def cmd_check_data(args: argparse.Namespace) -> int:
+    """Load a data folder through the env's official loader, play the expert and the random agent, report."""
+    from agentenvs.agents.data_check import DataFolderError, check_data, takes_data_dir
+
+    env_id = resolve_env_id(args.env_id)
+    reason = unavailable_reason(env_id)
+    if reason is not None:
+        raise UsageError(f"{env_id} {reason}")
+    if not takes_data_dir(env_id):
+        with_data = sorted(
+            e.env_id for e in agentenvs.ENV_ENTRIES if e.variant_of is None and _has_data_dir(e.env_id)
+        )
+        raise UsageError(f"{env_id} reads no data folder (no data_dir=); these do: {', '.join(with_data)}")
+    if not Path(args.data_dir).is_dir():
+        raise UsageError(f"no such folder: {args.data_dir}")
+    if args.episodes < 1:
+        raise UsageError(f"--episodes must be >= 1, got {args.episodes}")
+    kwargs = parse_env_kwargs(args.env_kwarg, None)
+    for fixed in ("data_dir", "split"):
+        if fixed in kwargs:
+            raise UsageError(f"--env-kwarg {fixed}= is set by check-data itself")
+    notes = Console(stderr=True)
+    with _progress(notes) as progress:
+        bar = progress.add_task("open", total=None)
+
+        def advance(what: str, done: int, total: int) -> None:
+            progress.update(bar, description=what, completed=done, total=total)
+
+        try:
+            report = check_data(
+                env_id, str(args.data_dir), episodes=args.episodes, env_kwargs=kwargs, progress=advance
+            )
+        except DataFolderError as exc:
+            _note(notes, f"{env_id} cannot open {args.data_dir}: {exc}", "red")
+            return 1
+    _print_data_report(report)
+    return 0 if report.passed else 1
+
+
+def _has_data_dir(env_id: str) -> bool:
+    from agentenvs.agents.data_check import takes_data_dir
+
+    try:
+        return takes_data_dir(env_id)
+    except ImportError:  # a family whose extra is missing here
+        return False
+
+
+def _print_data_report(report: Any) -> None:
+    """The check's table, then every unreadable task, crash and unsolved task on a line of its own."""
+    console = Console(width=200) if not Console().is_terminal and not os.environ.get("COLUMNS") else Console()
+    table = Table(title=f"agentenvs check-data {report.env_id} {report.data_dir}", title_justify="left")
+    table.add_column("what", overflow="fold")
+    table.add_column("count", justify="right", no_wrap=True)
+    splits = ", ".join(f"{split} {count:,}" for split, count in report.tasks.items())
+    table.add_row(f"tasks loaded ({splits or 'none'})", f"{report.loaded:,}")
+    for reason, count in sorted(report.skipped.items()):
+        table.add_row(f"skipped: {reason}", f"{count:,}")
+    table.add_row("tasks that failed to load", f"{len(report.unreadable):,}")
+    for name, result in report.agents.items():
+        if result.unavailable:
+            table.add_row(f"{name} success", f"unavailable: {result.unavailable}")
+        else:
+            share = f" ({result.solved / result.played:.0%})" if result.played else ""
+            table.add_row(f"{name} success", f"{result.solved}/{result.played}{share}")
+    table.add_row("crashes", f"{len(report.crashes):,}")
+    console.print(table)
+    for task_id, error in report.unreadable:
+        console.print(f"failed to load: task {task_id}: {error}", markup=False, highlight=False)
+    for agent, task_id, error in report.crashes:
+        console.print(f"crash: {agent} on task {task_id}: {error}", markup=False, highlight=False)
+    expert = report.agents.get("expert")
+    for task_id in expert.unsolved if expert is not None else ():
+        console.print(f"expert did not solve task {task_id}", markup=False, highlight=False)
+    verdict = "passed" if report.passed else "FAILED"
+    console.print(f"check-data {verdict}", markup=False, highlight=False)
+
+
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
     from agentenvs.agents.bundle import BundleError
@@ -585,6 +667,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = command("replay", cmd_replay, "re-run the episodes of a results file and report mismatches")
     replay.add_argument("results", metavar="FILE")
+
+    check = command(
+        "check-data",
+        cmd_check_data,
+        "load a data folder through an env's official loader, report what it skipped, play expert and random",
+    )
+    check.add_argument("env_id", metavar="ID")
+    check.add_argument("data_dir", metavar="DATA_DIR", help="a folder in the original's published layout")
+    check.add_argument("--episodes", type=int, default=10, help="tasks played by each agent (default 10)")
+    check.add_argument(
+        "--env-kwarg", action="append", metavar="KEY=VALUE", help="env keyword argument (repeatable)"
+    )
 
     evaluate = command("eval", cmd_eval, "evaluate a chat model on a panel and write a submission bundle")
     evaluate.add_argument("env_ids", nargs="+", metavar="ID|all|PATTERN")

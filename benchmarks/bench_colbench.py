@@ -1,16 +1,23 @@
 """ColBench: the cost of a sandboxed evaluation, of a question turn, and of a whole episode.
 
 - evaluation: one answer (the reference) on one task's 10 hidden calls,
-  through :class:`~agentenvs.colbench.sandbox.Sandbox` (a fresh jailed
-  interpreter; the budget is 150 ms), beside ColBench's own way in the same
-  run: ``exec`` of the answer and ``eval`` of each call inside this process,
-  with no isolation at all;
+  through :class:`~agentenvs.colbench.sandbox.Sandbox` (the budget is
+  150 ms) in both modes: the fork server (a fresh jail forked from a
+  pre-started template per evaluation, the default) and a fresh interpreter
+  per evaluation (``fork_server=False``, as the sandbox ran before it; 36 ms
+  median then), beside ColBench's own way in the same run: ``exec`` of the
+  answer and ``eval`` of each call inside this process, with no isolation;
 - question turn: ``env.step`` of a question answered by the rule collaborator
   (protocol, fact matching, potential, state key, info);
 - expert episode: reset, every fact's question, the answer and its scoring;
 - frontend render: one built-in page in the shared Chromium, a second render
   of the same page (the budget is 0.2 s), where Playwright and Debian's
-  ``chromium`` are installed.
+  ``chromium`` are installed;
+- jail start-up, the measurement behind :mod:`agentenvs.colbench.jail`'s
+  choice of its own namespace code over bubblewrap: a jail forked from the
+  template until it is ready, against an interpreter start
+  (``python -I -S -c pass``) bare and under Debian's ``bwrap`` (namespaces,
+  read-only binds, ``--disable-userns``), where bubblewrap is installed.
 
 Every figure is wall time on this machine in this run (a loaded machine
 inflates the sandbox's process start-up most).
@@ -22,8 +29,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import statistics
+import subprocess
+import sys
 import time
 
 from rich.console import Console
@@ -60,6 +70,32 @@ def render_timings(repeats: int) -> list[float]:
     return spent
 
 
+def startup_timings(repeats: int) -> dict[str, list[float]]:
+    """Seconds to a ready jail from the template, and to a bare or bubblewrapped interpreter start."""
+    sandbox = Sandbox(prewarm=False)
+
+    def fork_until_ready() -> None:
+        jail = sandbox._spawn()
+        assert jail.ready()
+        jail.kill()
+
+    python = getattr(sys, "_base_executable", sys.executable)
+    start = [python, "-I", "-S", "-c", "pass"]
+    found = {"jail forked from the template, until ready": timings(fork_until_ready, repeats)}
+    sandbox.close()
+    found["interpreter start, bare"] = timings(lambda: subprocess.run(start, check=True), repeats)
+    if shutil.which("bwrap"):
+        prefix = os.path.realpath(sys.base_prefix)
+        binds = [arg for top in ("/usr", prefix) for arg in ("--ro-bind", top, top)]
+        links = [arg for top in ("bin", "lib", "lib64") for arg in ("--symlink", f"usr/{top}", f"/{top}")]
+        bwrap = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"]
+        bwrap += [*binds, *links, "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev", "--"]
+        found["interpreter start under bubblewrap"] = timings(
+            lambda: subprocess.run(bwrap + start, check=True), repeats
+        )
+    return found
+
+
 def timings(run, repeats: int) -> list[float]:
     spent = []
     for _ in range(repeats):
@@ -75,12 +111,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     args = parser.parse_args()
 
+    load = os.getloadavg()[0]
     tasks = GeneratedTasks()
     task = tasks.load(tasks.task_id("test", 0))
-    sandbox = Sandbox()
-    run = sandbox.run(task.reference, task.calls)
-    assert [r.value for r in run.results] == [r.value for r in task.expected]
+    sandbox, fresh = Sandbox(), Sandbox(fork_server=False)
+    for each in (sandbox, fresh):
+        run = each.run(task.reference, task.calls)
+        assert [r.value for r in run.results] == [r.value for r in task.expected]
     jailed = timings(lambda: sandbox.run(task.reference, task.calls), args.evaluations)
+    jailed_fresh = timings(lambda: fresh.run(task.reference, task.calls), args.evaluations)
     in_process = timings(lambda: colbench_in_process(task.reference, task.calls), args.evaluations)
 
     env = ColBenchEnv(split="test")
@@ -100,6 +139,7 @@ def main() -> None:
         scores.append(info["score"])
 
     renders = render_timings(20)
+    startups = startup_timings(args.evaluations)
 
     table = Table(title=f"ColBench (isolation: {run.isolation}; 10 hidden calls per task)")
     for column in ("what", "median", "p90", "rate"):
@@ -110,14 +150,20 @@ def main() -> None:
         median = statistics.median(values)
         table.add_row(name, f"{median * 1000:.1f} ms", f"{p90 * 1000:.1f} ms", f"{1 / median:.1f} {unit}/s")
 
-    row("evaluation, sandboxed (budget 150 ms)", jailed, "evaluations")
+    row("evaluation, sandboxed, fork server (budget 150 ms)", jailed, "evaluations")
+    row("evaluation, sandboxed, fresh interpreter each", jailed_fresh, "evaluations")
     row("evaluation, ColBench in-process (no isolation)", in_process, "evaluations")
     row("question turn, rule collaborator", turns, "turns")
     row("expert episode (questions + sandboxed answer)", episodes, "episodes")
     if renders:
         row("frontend page render, Chromium (budget 200 ms)", renders, "renders")
+    for name, spent in startups.items():
+        row(name, spent, "starts")
     Console().print(table)
     print(f"expert mean score {statistics.mean(scores):.3f} over {len(scores)} test tasks")
+    print(
+        f"load average {load:.1f} at the start on {os.cpu_count()} cores (other work on the machine inflates every row)"
+    )
 
 
 if __name__ == "__main__":

@@ -10,14 +10,25 @@ route                                  what it does
                                        and the problems found
 ``GET /``                              the board (verified submissions)
 ``GET /submissions/{id}``              one submission with replayed transcripts
+``GET /submit``                        how to submit: the three commands
 =====================================  ==========================================
 
 Uploads are refused before any work: 401 without a token, 403 for a wrong
-one, 429 past the per-token rate limit, 413 over the size limit (checked
+one, 429 once a client has failed to authenticate ``failed_auths_per_window``
+times (checked before the token, so guessing is throttled per client
+address) or a token has used its quota, 413 over the size limit (checked
 while reading, whatever the ``Content-Length`` says), 400 for a body that is
-not JSON, 422 for one that breaks the schema. Verification runs on a worker
-thread, one submission at a time, so uploads and page views never wait for
-it; submissions still pending when the app stops are verified after restart.
+not JSON (``NaN``, numbers out of a double's range and nesting past
+Python's recursion limit included), 422 for one that breaks the schema or
+claims a ``created`` time more than ``CLOCK_SKEW_S`` (an hour) ahead of the
+board's clock. Only stored uploads use up a token's quota: refused bodies do
+not. Ids outside ``1 … 2**53 - 1`` answer 422.
+
+Verification runs on a worker thread, one submission at a time, so uploads
+and page views never wait for it; submissions still pending when the app
+stops are verified after restart. A verification that raises ends the
+submission rejected with the error as its reason (counted in
+``worker.failures`` and logged), so none stays pending.
 """
 
 from __future__ import annotations
@@ -26,18 +37,19 @@ import collections
 import hmac
 import json
 import logging
+import math
 import queue
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import FastAPI, HTTPException, Path, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from agentenvs.agents.bundle import BundleError, validate
-from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page
-from leaderboard.store import Store
+from agentenvs.agents.bundle import MAX_INTEGER, BundleError, validate
+from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
+from leaderboard.store import Store, utc_now
 from leaderboard.verify import verify_submission
 
 log = logging.getLogger(__name__)
@@ -45,10 +57,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Limits:
-    """Upload limits: bytes per body; uploads per token per window."""
+    """Upload limits: bytes per body; stored uploads per token and failed authentications per client, per window."""
 
     max_bytes: int = 32 * 1024 * 1024
     uploads_per_window: int = 10
+    failed_auths_per_window: int = 20
     window_s: float = 3600.0
 
 
@@ -57,18 +70,30 @@ class RateLimiter:
 
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit, self.window_s = limit, window_s
-        self.events: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
+        self.events: dict[str, collections.deque[float]] = {}
         self.lock = threading.Lock()
 
+    def _recent(self, key: str, now: float) -> int:
+        """Events of ``key`` inside the window; a key with none is forgotten (memory stays bounded by activity)."""
+        events = self.events.get(key)
+        while events and now - events[0] > self.window_s:
+            events.popleft()
+        if events is not None and not events:
+            del self.events[key]
+        return len(events or ())
+
+    def exhausted(self, key: str) -> bool:
+        """Whether ``key`` has used up the window (records nothing)."""
+        with self.lock:
+            return self._recent(key, time.monotonic()) >= self.limit
+
     def allow(self, key: str) -> bool:
+        """Record one event for ``key`` unless that would pass the limit; whether it was recorded."""
         now = time.monotonic()
         with self.lock:
-            events = self.events[key]
-            while events and now - events[0] > self.window_s:
-                events.popleft()
-            if len(events) >= self.limit:
+            if self._recent(key, now) >= self.limit:
                 return False
-            events.append(now)
+            self.events.setdefault(key, collections.deque()).append(now)
             return True
 
 
@@ -97,14 +122,38 @@ class VerificationWorker:
         while True:
             submission_id = self.queue.get()
             try:
-                document = self.store.document(submission_id)
-                verdict = verify_submission(document, backend=self.backend, num_workers=self.num_workers)
-                self.store.finish(submission_id, verdict)
-            except Exception:  # counted and logged; the submission stays pending for a restart
+                self._verify(submission_id)
+            except Exception:  # the store itself failed: counted and logged, the thread goes on
                 self.failures += 1
-                log.exception("verifying submission %s failed", submission_id)
+                log.exception("recording the verdict of submission %s failed", submission_id)
             finally:
                 self.queue.task_done()
+
+    def _verify(self, submission_id: int) -> None:
+        try:
+            document = self.store.document(submission_id)
+            verdict = verify_submission(document, backend=self.backend, num_workers=self.num_workers)
+            self.store.finish(submission_id, verdict)
+        except Exception as exc:  # counted, logged, and the submission's reason: it never stays pending
+            self.failures += 1
+            log.exception("verifying submission %s failed", submission_id)
+            self.store.reject(submission_id, f"verification failed on the board: {type(exc).__name__}: {exc}")
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as infinity in Python, which no JSON number means
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+# how far a submitter's clock may run ahead of the board's before ``created`` counts as the future
+CLOCK_SKEW_S = 3600.0
+SubmissionId = Path(ge=1, le=MAX_INTEGER, description="a submission id")
 
 
 def _html(text: str) -> HTMLResponse:
@@ -131,19 +180,25 @@ def create_app(
     accepted = [token for token in tokens if token]
     if not accepted:
         raise ValueError("the board needs at least one upload token")
-    limiter = RateLimiter(limits.uploads_per_window, limits.window_s)
+    uploads = RateLimiter(limits.uploads_per_window, limits.window_s)
+    failed_auths = RateLimiter(limits.failed_auths_per_window, limits.window_s)
     worker = VerificationWorker(store, verify_backend, verify_workers)
     app = FastAPI(title="agentenvs leaderboard", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.worker = store, worker
     worker.start()
 
     def authenticate(request: Request) -> str:
+        client = request.client.host if request.client else "unknown"
+        if failed_auths.exhausted(client):
+            raise HTTPException(429, "too many failed authentications from this address; try again later")
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
+            failed_auths.allow(client)
             raise HTTPException(401, "an upload token is required (Authorization: Bearer TOKEN)")
         for known in accepted:
             if hmac.compare_digest(token.encode(), known.encode()):
                 return known
+        failed_auths.allow(client)
         raise HTTPException(403, "unknown upload token")
 
     async def bounded_body(request: Request) -> bytes:
@@ -161,24 +216,32 @@ def create_app(
     @app.post("/submissions", status_code=202)
     async def submit(request: Request) -> JSONResponse:
         token = authenticate(request)
-        if not limiter.allow(token):
+        if uploads.exhausted(token):
             raise HTTPException(429, "too many uploads; try again later")
         body = await bounded_body(request)
         try:
-            document = json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise HTTPException(400, f"the body is not JSON: {exc}") from None
+            document = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise HTTPException(400, f"the body is not JSON: {type(exc).__name__}: {exc}") from None
         try:
             validate("submission", document)
         except BundleError as exc:
             raise HTTPException(422, str(exc)) from None
+        latest = utc_now(ahead_s=CLOCK_SKEW_S)
+        if document["metadata"]["created"] > latest:
+            raise HTTPException(
+                422,
+                f"metadata.created {document['metadata']['created']} is later than now ({latest}, with skew)",
+            )
+        if not uploads.allow(token):
+            raise HTTPException(429, "too many uploads; try again later")
         submitter = f"token-{accepted.index(token)}"
         submission_id = store.add_pending(document, submitter)
         worker.submit(submission_id)
         return JSONResponse({"id": submission_id, "status": "pending"}, status_code=202)
 
     @app.get("/submissions/{submission_id}/status")
-    def status(submission_id: int) -> JSONResponse:
+    def status(submission_id: int = SubmissionId) -> JSONResponse:
         row = store.submission(submission_id)
         if row is None:
             raise HTTPException(404, "no such submission")
@@ -186,10 +249,20 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse)
     def board() -> HTMLResponse:
-        return _html(board_page(store.board(), lambda submission_id: f"submissions/{submission_id}"))
+        return _html(
+            board_page(store.board(), lambda submission_id: f"submissions/{submission_id}", "submit")
+        )
+
+    @app.get("/favicon.ico")
+    def no_icon() -> Response:  # browsers ask for one; a 404 would be a console error on every page
+        return Response(status_code=204)
+
+    @app.get("/submit", response_class=HTMLResponse)
+    def how_to_submit() -> HTMLResponse:
+        return _html(submit_page(board_link="./"))
 
     @app.get("/submissions/{submission_id}", response_class=HTMLResponse)
-    def submission(submission_id: int) -> HTMLResponse:
+    def submission(submission_id: int = SubmissionId) -> HTMLResponse:
         row = store.submission(submission_id)
         if row is None:
             raise HTTPException(404, "no such submission")

@@ -35,7 +35,7 @@ from pathlib import Path
 from agentenvs.agents.bundle import BundleError, read_bundle
 from agentenvs.agents.panel import PANELS, panel_spec
 from agentenvs.cli import main_ids, unavailable_reason
-from leaderboard.pages import board_page, submission_page
+from leaderboard.pages import board_page, submission_page, submit_page
 from leaderboard.seed import SCRIPTED_AGENTS, scripted_document
 from leaderboard.store import Store
 from leaderboard.verify import verify_submission
@@ -58,10 +58,12 @@ def seed(store: Store, env_ids: Sequence[str], panel: str) -> list[int]:
 
 
 def export(store: Store, out: Path) -> int:
-    """Write the board and every verified submission as static HTML; how many submissions."""
+    """Write the board, the how-to-submit page and every verified submission as static HTML; how many submissions."""
     (out / "submissions").mkdir(parents=True, exist_ok=True)
     rows = store.board()
-    (out / "index.html").write_text(board_page(rows, lambda i: f"submissions/{i}.html"), encoding="utf-8")
+    board = board_page(rows, lambda i: f"submissions/{i}.html", "submit.html")
+    (out / "index.html").write_text(board, encoding="utf-8")
+    (out / "submit.html").write_text(submit_page(board_link="index.html"), encoding="utf-8")
     for row in rows:
         page = submission_page(row, store.episodes(row["id"]), board_link="../index.html")
         (out / "submissions" / f"{row['id']}.html").write_text(page, encoding="utf-8")

@@ -2,8 +2,10 @@
 
 A submission is stored ``pending`` with its uploaded document; the
 verification worker turns it ``verified`` (the recomputed summary and the
-replayed transcripts are stored) or ``rejected`` (with the problems). Every
-value goes through SQL parameters, never into the SQL text.
+replayed transcripts are stored) or ``rejected`` (with the problems; a
+verification that failed on the board itself ends rejected too, with that
+reason, so nothing stays pending). Every value goes through SQL parameters,
+never into the SQL text.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     problems TEXT NOT NULL DEFAULT '[]',
     metadata TEXT NOT NULL,
     summary TEXT,
+    families TEXT,
     document TEXT
 );
 CREATE TABLE IF NOT EXISTS episodes (
@@ -48,11 +51,18 @@ CREATE TABLE IF NOT EXISTS episodes (
 );
 """
 # what a page shows of a submission (its raw upload stays out)
-ROW_COLUMNS = "id, model, model_size, endpoint, panel, created, received, submitter, status, problems, metadata, summary"
+ROW_COLUMNS = (
+    "id, model, model_size, endpoint, panel, created, received, submitter, status, problems, metadata,"
+    " summary, families"
+)
+# columns added since the first release, added to older board files on open
+ADDED_COLUMNS = {"families": "TEXT"}
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def utc_now(ahead_s: float = 0.0) -> str:
+    """Now (plus ``ahead_s`` seconds), as the board records times: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ahead_s)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:
@@ -68,6 +78,10 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(SCHEMA)
+            present = {row["name"] for row in self._db.execute("PRAGMA table_info(submissions)")}
+            for name, kind in ADDED_COLUMNS.items():
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE submissions ADD COLUMN {name} {kind}")
 
     @property
     def journal_mode(self) -> str:
@@ -87,7 +101,7 @@ class Store:
                     metadata["endpoint"],
                     metadata["panel"],
                     metadata["created"],
-                    _now(),
+                    utc_now(),
                     submitter,
                     json.dumps(metadata),
                     json.dumps(document),
@@ -137,11 +151,13 @@ class Store:
                         ],
                     )
                 self._db.execute(
-                    "UPDATE submissions SET status = ?, problems = ?, summary = ?, document = NULL WHERE id = ?",
+                    "UPDATE submissions SET status = ?, problems = ?, summary = ?, families = ?, document = NULL"
+                    " WHERE id = ?",
                     (
                         "verified" if verdict.verified else "rejected",
                         json.dumps(verdict.problems),
                         json.dumps(verdict.summary) if verdict.verified else None,
+                        json.dumps(verdict.families) if verdict.verified else None,
                         submission_id,
                     ),
                 )
@@ -149,6 +165,14 @@ class Store:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def reject(self, submission_id: int, reason: str) -> None:
+        """End a submission whose verification failed on the board: rejected, with ``reason``."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE submissions SET status = 'rejected', problems = ?, document = NULL WHERE id = ?",
+                (json.dumps([reason]), submission_id),
+            )
 
     def submission(self, submission_id: int) -> dict[str, Any] | None:
         """One submission's row (metadata, summary, problems decoded), or None."""
@@ -185,6 +209,6 @@ class Store:
 
 def _decoded(row: sqlite3.Row) -> dict[str, Any]:
     data = dict(row)
-    for name in ("problems", "metadata", "summary"):
+    for name in ("problems", "metadata", "summary", "families"):
         data[name] = json.loads(data[name]) if data[name] is not None else None
     return data

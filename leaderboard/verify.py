@@ -3,8 +3,11 @@
 Checks, in order (all problems are collected, up to :data:`MAX_PROBLEMS`):
 
 1. the document follows the schema (:func:`agentenvs.agents.bundle.validate`);
-2. the panel is known and every env's digest equals the digest this version
-   computes (a panel of another version or other tasks is refused);
+2. the panel is known, ``package_version`` is this board's version (every
+   env digest covers the version, so a digest that matches was made by it:
+   another version named beside matching digests is forged), and every env's
+   digest equals the digest this version computes (a panel of another
+   version or other tasks is refused);
 3. coverage: every panel episode (env, task id, seed) is present exactly once,
    nothing else is, and every episode names the submitted model;
 4. replay: each episode is reset from its task id and seed and stepped with
@@ -12,7 +15,9 @@ Checks, in order (all problems are collected, up to :data:`MAX_PROBLEMS`):
    turn count, component sums, return, success and score must equal the
    record's (an edited response changes them);
 5. the summary is recomputed from the episodes and must equal the submitted
-   one (never trusted; the stored numbers are the recomputed ones).
+   one (never trusted; the stored numbers are the recomputed ones); the
+   per-family summaries the board ranks by (:func:`family_summaries`) are
+   computed the same way.
 
 Token counts and timings cannot be replayed; they are shown as reported.
 
@@ -48,6 +53,7 @@ class Verdict:
 
     problems: list[str] = field(default_factory=list)
     summary: dict[str, Any] | None = None
+    families: dict[str, Any] | None = None
     transcripts: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
@@ -85,6 +91,12 @@ def verify_submission(
     if spec is None:
         verdict.add(f"unknown panel {metadata['panel']!r}")
         return verdict
+    if metadata["package_version"] != agentenvs.__version__:
+        verdict.add(
+            f"package_version {metadata['package_version']!r}: this board replays agentenvs "
+            f"{agentenvs.__version__} only (its panel digests cover the version)"
+        )
+        return verdict
     if not _check_panel(spec, metadata, verdict) or not _check_coverage(spec, metadata, episodes, verdict):
         return verdict
     verdict.transcripts = [[] for _ in episodes]
@@ -98,7 +110,42 @@ def verify_submission(
         for difference in summary_differences(document["summary"], recomputed):
             verdict.add(f"summary does not follow from the episodes: {difference}")
         verdict.summary = recomputed
+        verdict.families = family_summaries(episodes)
     return verdict
+
+
+def family_of(env_id: str) -> str:
+    """The family an env id belongs to: its package's first env name (``agentenvs/Search-NQ-v0`` → ``Search``).
+
+    An id this version no longer registers (a row an older board stored) is
+    its own name's first part, so its pages still render.
+    """
+    return _FAMILIES.get(env_id) or env_id.split("/")[-1].split("-")[0]
+
+
+def _family_names() -> dict[str, str]:
+    first: dict[str, str] = {}
+    names = {}
+    for entry in agentenvs.ENV_ENTRIES:
+        package = entry.entry_point.split(":")[0].split(".")[1]
+        first.setdefault(package, entry.name.split("-")[0])
+        names[entry.env_id] = first[package]
+    return names
+
+
+_FAMILIES = _family_names()
+
+
+def family_summaries(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per family: the ``overall`` of :func:`~agentenvs.agents.bundle.summarize` over its envs' episodes.
+
+    A family's score is the unweighted mean of its envs' means (the eight
+    Search ids count as one family), with the same bootstrap interval.
+    """
+    by_family: dict[str, list[Mapping[str, Any]]] = {}
+    for episode in episodes:
+        by_family.setdefault(family_of(episode["env_id"]), []).append(episode)
+    return {family: summarize(rows)["overall"] for family, rows in sorted(by_family.items())}
 
 
 def _check_panel(spec: PanelSpec, metadata: Mapping[str, Any], verdict: Verdict) -> bool:

@@ -1,4 +1,5 @@
-"""``python -m retrieval_index build|serve``: build an index from a FlashRAG jsonl corpus, or serve one."""
+"""``python -m retrieval_index build|serve|relink``: build an index from a FlashRAG jsonl corpus, serve one,
+or record where a moved index's corpus store, FAISS file or encoder now is."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from pathlib import Path
 
 def corpus_for(source: str, out_dir: Path):  # type: ignore[no-untyped-def]
     """A corpus store: ``source`` itself when it is one, else built (once) from the jsonl into ``out/corpus``."""
-    from retrieval_index.corpus import Corpus
+    from retrieval_index.corpus import Corpus, is_store
 
-    if Path(source, "corpus.json").exists():
+    if is_store(source):
         return Corpus.open(source)
     store = out_dir / "corpus"
-    if (store / "corpus.json").exists():
+    if is_store(store):
         print(f"corpus store {store} already built", file=sys.stderr)
         return Corpus.open(store)
     print(f"copying {source} into the passage store {store}", file=sys.stderr)
@@ -105,6 +106,21 @@ def serve(args: argparse.Namespace) -> None:
     )
 
 
+def relink(args: argparse.Namespace) -> None:
+    from retrieval_index.index_paths import relink as record_places
+
+    try:
+        meta = record_places(
+            args.index, corpus=args.corpus, faiss_index=args.faiss_index, encoder=args.encoder
+        )
+    except (OSError, ValueError) as exc:
+        sys.exit(f"relink: {exc}")
+    paths = {name: meta[name] for name in ("corpus", "faiss_index") if name in meta}
+    if "encoder" in meta:
+        paths["encoder"] = meta["encoder"]["model_dir"]
+    print(f"{args.index}: " + ", ".join(f"{name} -> {path}" for name, path in paths.items()))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m retrieval_index", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -151,6 +167,16 @@ def main(argv: list[str] | None = None) -> None:
 
     add_ray_arguments(s)
     s.set_defaults(handler=serve)
+
+    r = commands.add_parser(
+        "relink",
+        help="record new places (relative to the index) for a moved index's corpus, FAISS file or encoder",
+    )
+    r.add_argument("index", help="an index directory written by build")
+    r.add_argument("--corpus", help="the corpus store the index was built from")
+    r.add_argument("--faiss-index", help="dense indexes: the FAISS file")
+    r.add_argument("--encoder", help="dense indexes: the encoder directory")
+    r.set_defaults(handler=relink)
 
     args = parser.parse_args(argv)
     args.handler(args)

@@ -8,8 +8,10 @@ query word repeated counts again, as in Anserini's bag-of-words queries.
 Only passages sharing a word with the query are hits.
 
 An index directory holds ``bm25s``'s files plus ``retriever.json`` (kind,
-parameters, the corpus store it was built from); :meth:`BM25Retriever.load`
-maps the score matrix read-only, so processes share its pages.
+parameters, the corpus store it was built from, as a path relative to the
+index directory: see :mod:`retrieval_index.index_paths`);
+:meth:`BM25Retriever.load` maps the score matrix read-only, so processes
+share its pages.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ from typing import Any
 import numpy as np
 
 from retrieval_index.analysis import ANALYZER_VERSION, analyze_words, stemmer
-from retrieval_index.corpus import Corpus
+from retrieval_index.corpus import Corpus, is_store
+from retrieval_index.index_paths import META, missing, recorded_path, relative_to_index
 from retrieval_index.ranking import top_k
 from retrieval_index.types import RetrievedPassage
 
 SEARCH_R1_K1 = 0.9
 SEARCH_R1_B = 0.4
 INDEX_VERSION = 1
-META = "retriever.json"
 # a query whose corpus size plus posting list lengths is at most this is scored exhaustively:
 # a few numpy passes over so little cost less than MaxScore's steps per list
 EXHAUSTIVE_WORK = 100_000
@@ -60,8 +62,15 @@ def read_meta(index_dir: str | os.PathLike, kind: str) -> dict[str, Any]:
     return meta
 
 
-def open_corpus_of(meta: dict[str, Any], corpus: Corpus | None, num_docs: int) -> Corpus:
-    corpus = corpus if corpus is not None else Corpus.open(meta["corpus"])
+def open_corpus_of(
+    index_dir: str | os.PathLike, meta: dict[str, Any], corpus: Corpus | None, num_docs: int
+) -> Corpus:
+    """``corpus``, or the store ``retriever.json`` records (relative to ``index_dir``, or absolute)."""
+    if corpus is None:
+        store = recorded_path(index_dir, meta["corpus"])
+        if not is_store(store):
+            raise missing(index_dir, "corpus", meta["corpus"], "corpus store")
+        corpus = Corpus.open(store)
     if len(corpus) != num_docs:
         raise ValueError(f"the index covers {num_docs} passages but the corpus {corpus} holds {len(corpus)}")
     return corpus
@@ -425,7 +434,7 @@ class BM25Retriever:
             "k1": k1,
             "b": b,
             "passages": len(corpus),
-            "corpus": str(corpus.directory),
+            "corpus": relative_to_index(directory, corpus.directory),
         }
         (directory / META).write_text(json.dumps(meta, indent=1) + "\n")
         return cls.load(directory, corpus)
@@ -439,7 +448,8 @@ class BM25Retriever:
         if meta.get("version") != INDEX_VERSION or meta.get("analyzer") != ANALYZER_VERSION:
             raise ValueError(f"{index_dir} was built by another version; rebuild it")
         model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False)
-        return cls(model, open_corpus_of(meta, corpus, int(meta["passages"])), Path(index_dir).resolve())
+        directory = Path(index_dir).resolve()
+        return cls(model, open_corpus_of(directory, meta, corpus, int(meta["passages"])), directory)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self.directory is not None:

@@ -9,10 +9,11 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from retrieval_index.types import Passage, RetrievedPassage
+from retrieval_index.types import BM25_ROW_FIELDS, Passage, RetrievedPassage
 
 log = logging.getLogger("retrieval_index.client")
 RETRIABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -22,12 +23,43 @@ TRANSPORT_ERRORS = (OSError, http.client.HTTPException)
 CLOSED_BY_SERVER = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
+RETRIEVE_PATH = "/retrieve"
+
+
+def server_root(url: str) -> str:
+    """The server's root URL from either form users hold: the root, or Search-R1's ``…/retrieve``.
+
+    ``http://HOST:8000``, ``http://HOST:8000/`` and Search-R1's configs'
+    ``http://HOST:8000/retrieve`` (a trailing ``/`` allowed) all give
+    ``http://HOST:8000``; any other path, a query or a fragment is refused
+    with a ``ValueError`` saying why.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # parses the port: out of range or not a number raises
+    except ValueError as exc:
+        raise ValueError(f"{url!r} is not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    if parts.query or parts.fragment or parts.path.rstrip("/") not in ("", RETRIEVE_PATH):
+        raise ValueError(
+            f"{url!r}: the retriever URL must be the server's root or its {RETRIEVE_PATH} "
+            f"(http://HOST:PORT or http://HOST:PORT{RETRIEVE_PATH}), not the path {parts.path!r}"
+            + (" with a query or fragment" if parts.query or parts.fragment else "")
+        )
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
 class RemoteRetrieverError(RuntimeError):
     """The server refused the request (4xx) or kept failing after every retry."""
 
 
 class RemoteRetriever:
-    """``retrieve`` through ``POST {url}/retrieve``, with a timeout a request and retries.
+    """``retrieve`` through ``POST {root}/retrieve``, with a timeout a request and retries.
+
+    ``url`` is the server's root (``http://HOST:8000``) or Search-R1's
+    ``http://HOST:8000/retrieve``; see :func:`server_root`.
 
     Connection errors, timeouts and 408/429/5xx answers are retried up to
     ``retries`` times with exponential backoff ``backoff * 2**attempt`` (or
@@ -44,14 +76,12 @@ class RemoteRetriever:
     """
 
     def __init__(self, url: str, *, timeout: float = 30.0, retries: int = 5, backoff: float = 0.25) -> None:
-        self.url = url.rstrip("/")
+        self.url = server_root(url)
         parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
         self._scheme = parts.scheme
         self._host = parts.hostname
         self._port = parts.port
-        self._path = f"{parts.path}/retrieve"
+        self._path = RETRIEVE_PATH
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -159,9 +189,15 @@ class RemoteRetriever:
 
 
 def _hit(item: dict[str, Any]) -> RetrievedPassage:
+    """A hit from an answer item: a dense corpus row keeps its other fields; Search-R1's BM25 row
+    (title and text split from contents) carries none."""
     row = item["document"]
+    if set(row) == BM25_ROW_FIELDS:
+        passage = Passage.from_contents(str(item.get("id", "")), row["contents"])
+    else:
+        passage = replace(Passage.from_row(row), id=str(item.get("id", row.get("id", ""))))
     return RetrievedPassage(
-        passage=Passage.from_contents(str(item.get("id", row.get("id", ""))), row["contents"]),
+        passage=passage,
         score=float(item["score"]),
         index=int(item.get("index", -1)),
     )

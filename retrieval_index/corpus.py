@@ -5,8 +5,9 @@ object a line, ``{"id": "0", "contents": "\\"Title\\"\\nText"}``.
 :func:`read_corpus_jsonl` streams such a file (plain or ``.gz``);
 :meth:`Corpus.build` copies it once into a store directory:
 
-    texts.bin      the UTF-8 bytes of every passage's id, title and text, back to back
-    offsets.npy    int64 boundaries into texts.bin, three fields a passage, plus the end
+    texts.bin      the UTF-8 bytes of every passage's id, title, text and the rest of its row
+                   (compact JSON, empty when the row holds nothing else), back to back
+    offsets.npy    int64 boundaries into texts.bin, four fields a passage, plus the end
     corpus.json    format name, version and passage count (written last: its presence marks a
                    complete build)
 
@@ -32,8 +33,9 @@ import numpy as np
 from retrieval_index.types import Passage
 
 FORMAT = "retrieval_index.corpus"
-VERSION = 1
-FIELDS = 3  # id, title, text
+VERSION = 2
+# fields a passage by store version: id, title, text, and (from version 2) the rest of the row
+FIELDS_OF_VERSION = {1: 3, 2: 4}
 _META = "corpus.json"
 _TEXTS = "texts.bin"
 _OFFSETS = "offsets.npy"
@@ -49,7 +51,8 @@ def read_corpus_jsonl(path: str | os.PathLike) -> Iterator[Passage]:
     """Stream the passages of a FlashRAG jsonl corpus (``{"id", "contents"}`` a line; ``.gz`` allowed).
 
     Rows that carry ``title`` and ``text`` instead of ``contents`` (another
-    FlashRAG layout) are read too. Blank lines are skipped; any other line
+    FlashRAG layout) are read too. Every other field of a row is kept with the
+    passage (:attr:`Passage.extra`), so the row comes back whole. Blank lines are skipped; any other line
     that is not such an object raises ``ValueError`` naming its line number.
     """
     with _open_text(path, "rt") as lines:
@@ -58,10 +61,9 @@ def read_corpus_jsonl(path: str | os.PathLike) -> Iterator[Passage]:
                 continue
             try:
                 row = json.loads(line)
-                if "contents" in row:
-                    yield Passage.from_contents(str(row["id"]), row["contents"])
-                else:
-                    yield Passage(id=str(row["id"]), title=row["title"], text=row["text"])
+                if not isinstance(row, dict):
+                    raise TypeError(f"a JSON {type(row).__name__}, not an object")
+                yield Passage.from_row(row)
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise ValueError(f"{path}:{number}: not a corpus row ({exc!r})") from exc
 
@@ -71,9 +73,14 @@ def write_corpus_jsonl(passages: Iterable[Passage], path: str | os.PathLike) -> 
     count = 0
     with _open_text(path, "wt") as out:
         for passage in passages:
-            out.write(json.dumps({"id": passage.id, "contents": passage.contents}, ensure_ascii=False) + "\n")
+            out.write(json.dumps(passage.row(), ensure_ascii=False) + "\n")
             count += 1
     return count
+
+
+def is_store(directory: str | os.PathLike) -> bool:
+    """Whether ``directory`` holds a complete corpus store."""
+    return (Path(directory) / _META).is_file()
 
 
 class Corpus:
@@ -90,13 +97,15 @@ class Corpus:
                 f"{self.directory} is not a corpus store (no {_META}; was the build cut short?)"
             )
         meta = json.loads(meta_path.read_text())
-        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        if meta.get("format") != FORMAT or meta.get("version") not in FIELDS_OF_VERSION:
             raise ValueError(
-                f"{meta_path}: format {meta.get('format')} v{meta.get('version')}, expected {FORMAT} v{VERSION}"
+                f"{meta_path}: format {meta.get('format')} v{meta.get('version')}, "
+                f"expected {FORMAT} v{' or v'.join(map(str, FIELDS_OF_VERSION))}"
             )
+        self._fields = FIELDS_OF_VERSION[meta["version"]]
         self._size = int(meta["passages"])
         self._offsets = np.load(self.directory / _OFFSETS, mmap_mode="r")
-        if len(self._offsets) != FIELDS * self._size + 1:
+        if len(self._offsets) != self._fields * self._size + 1:
             raise ValueError(
                 f"{self.directory}: offsets hold {len(self._offsets)} entries for {self._size} passages"
             )
@@ -126,8 +135,9 @@ class Corpus:
         count = 0
         with open(directory / _TEXTS, "wb") as texts:
             for passage in passages:
-                for field in (passage.id, passage.title, passage.text):
-                    data = field.encode("utf-8")
+                for field in (passage.id, passage.title, passage.text, passage.extra):
+                    # "surrogatepass": a lone surrogate a JSON escape put in a row survives the round trip
+                    data = field.encode("utf-8", "surrogatepass")
                     texts.write(data)
                     position += len(data)
                     offsets.append(position)
@@ -146,10 +156,12 @@ class Corpus:
             row += self._size
         if not 0 <= row < self._size:
             raise IndexError(f"passage {i} out of range for a corpus of {self._size}")
-        bounds = self._offsets[FIELDS * row : FIELDS * row + FIELDS + 1].tolist()
+        fields = self._fields
+        bounds = self._offsets[fields * row : fields * row + fields + 1].tolist()
         texts = self._texts
-        id_, title, text = (texts[bounds[k] : bounds[k + 1]].decode("utf-8") for k in range(FIELDS))
-        return Passage(id=id_, title=title, text=text)
+        return Passage(
+            *(texts[bounds[k] : bounds[k + 1]].decode("utf-8", "surrogatepass") for k in range(fields))
+        )
 
     def __iter__(self) -> Iterator[Passage]:
         return (self[i] for i in range(self._size))

@@ -11,8 +11,10 @@ build measures and records.
 An index directory holds ``e5_<factory>.index`` (a plain FAISS file that
 Search-R1's own server reads too; or a path to an existing one, e.g. the
 published wiki-18 ``e5_Flat.index``), the embeddings and ``retriever.json``
-(kind, encoder settings, search parameters, corpus store). Flat indexes load
-memory-mapped, so processes serving the same index share its pages.
+(kind, encoder settings, search parameters, corpus store; every path in it
+relative to the index directory, see :mod:`retrieval_index.index_paths`).
+Flat indexes load memory-mapped, so processes serving the same index share
+its pages.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_index.bm25 import META, open_corpus_of, read_meta, validate_topk
+from retrieval_index.bm25 import open_corpus_of, read_meta, validate_topk
 from retrieval_index.corpus import Corpus
 from retrieval_index.encoder import Encoder
+from retrieval_index.index_paths import META, missing, recorded_path, relative_to_index
 from retrieval_index.ranking import top_k
 from retrieval_index.types import RetrievedPassage
 
@@ -254,7 +257,13 @@ class DenseRetriever:
         directory = Path(out_dir)
         directory.mkdir(parents=True, exist_ok=True)
         return cls._record(
-            directory, corpus, encoder, str(Path(faiss_index).resolve()), "external", search_params, None
+            directory,
+            corpus,
+            encoder,
+            relative_to_index(directory, faiss_index),
+            "external",
+            search_params,
+            None,
         )
 
     @classmethod
@@ -275,9 +284,9 @@ class DenseRetriever:
             "factory": factory,
             "search_params": search_params,
             f"recall@{RECALL_K}_vs_flat": recall,
-            "encoder": encoder.settings(),
+            "encoder": {**encoder.settings(), "model_dir": relative_to_index(directory, encoder.model_dir)},
             "passages": len(corpus),
-            "corpus": str(corpus.directory),
+            "corpus": relative_to_index(directory, corpus.directory),
         }
         (directory / META).write_text(json.dumps(meta, indent=1) + "\n")
         return cls.load(directory, corpus, encoder=encoder)
@@ -291,11 +300,17 @@ class DenseRetriever:
         meta = read_meta(directory, "dense")
         if meta.get("version") != INDEX_VERSION:
             raise ValueError(f"{index_dir} was built by another version; rebuild it")
+        corpus = open_corpus_of(directory, meta, corpus, int(meta["passages"]))
         if encoder is None:
             settings = dict(meta["encoder"])
-            encoder = Encoder(settings.pop("model_dir"), **settings)
-        index = read_faiss(directory / meta["faiss_index"])
-        return cls(index, open_corpus_of(meta, corpus, int(meta["passages"])), encoder, directory, meta)
+            recorded = settings.pop("model_dir")
+            if not recorded_path(directory, recorded).is_dir():
+                raise missing(directory, "encoder", recorded, "encoder directory")
+            encoder = Encoder(recorded_path(directory, recorded), **settings)
+        faiss_file = recorded_path(directory, meta["faiss_index"])
+        if not faiss_file.is_file():
+            raise missing(directory, "faiss_index", meta["faiss_index"], "FAISS index file")
+        return cls(read_faiss(faiss_file), corpus, encoder, directory, meta)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (_load_with_encoder, (str(self.directory), self.corpus, self.encoder))

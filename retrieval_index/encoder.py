@@ -9,6 +9,7 @@ from a hub: the model loads with ``local_files_only``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import numpy as np
 E5_QUERY_PREFIX = "query: "
 E5_PASSAGE_PREFIX = "passage: "
 SEARCH_R1_MAX_LENGTH = 256  # Search-R1's query and index-building max_length
+# a lone surrogate (a JSON escape in a corpus row, or in an agent's query) is no text a tokenizer takes
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Encoder:
@@ -85,7 +88,10 @@ class Encoder:
         return int(self._model.config.hidden_size)
 
     def encode(self, texts: Sequence[str], *, is_query: bool) -> np.ndarray:
-        """``(len(texts), dim)`` float32, each row L2-normalised (inner product = cosine)."""
+        """``(len(texts), dim)`` float32, each row L2-normalised (inner product = cosine).
+
+        A lone surrogate is read as U+FFFD, the replacement character.
+        """
         import torch
 
         if self._model is None:
@@ -94,7 +100,10 @@ class Encoder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
-                batch = [prefix + text for text in texts[start : start + self.batch_size]]
+                batch = [
+                    prefix + LONE_SURROGATE.sub("\ufffd", text)
+                    for text in texts[start : start + self.batch_size]
+                ]
                 inputs = self._tokenizer(
                     batch, max_length=self.max_length, padding=True, truncation=True, return_tensors="pt"
                 ).to(self.device)

@@ -6,8 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from retrieval_index.bm25 import META, BM25Retriever
+from retrieval_index.bm25 import BM25Retriever
 from retrieval_index.corpus import Corpus
+from retrieval_index.index_paths import META
 from retrieval_index.types import Retriever
 
 KINDS = ("bm25", "dense")

@@ -7,8 +7,9 @@ Request (Search-R1's, plus verl-agent's single ``"query"`` form)::
 Response: ``{"result": [[hit, ...], ...]}``, one list a query, best first;
 a hit is ``{"document": row, "score": float}`` with ``return_scores`` and
 the bare ``row`` without. The row is what Search-R1 returns for the same
-index kind: the corpus row ``{"id", "contents"}`` for dense indexes,
-``{"title", "text", "contents"}`` for BM25. ``topk`` null or absent means
+index kind: for dense indexes the corpus row itself (``{"id", "contents"}``
+and any other field the corpus file's row holds), for BM25
+``{"title", "text", "contents"}``. ``topk`` null or absent means
 the server default (3). A request may add ``"with_rows": true`` to get the
 corpus row and passage id of each hit as ``"index"`` and ``"id"`` (our client does).
 
@@ -118,12 +119,13 @@ def parse_request(body: bytes, limits: ServerLimits) -> RetrieveRequest:
     return RetrieveRequest(queries=queries, topk=topk, **flags)
 
 
-def document_row(hit: RetrievedPassage, kind: str) -> dict[str, str]:
-    """The document object Search-R1's server returns for a hit of this index kind."""
+def document_row(hit: RetrievedPassage, kind: str) -> dict[str, Any]:
+    """The document object Search-R1's server returns for a hit of this index kind: BM25 splits the
+    stored contents into title and text; dense returns the corpus row itself, every field of it."""
     passage = hit.passage
     if kind == "bm25":
         return {"title": passage.title, "text": passage.text, "contents": passage.contents}
-    return {"id": passage.id, "contents": passage.contents}
+    return passage.row()
 
 
 def format_result(

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that agentenvs uses beside its Python packages, each only when missing:
-#   chromium  ColBench-Frontend's page renderer and the leaderboard's browser test (Playwright drives it;
-#             no browser download).
+#   chromium        ColBench-Frontend's page renderer and the leaderboard's browser test (Playwright drives
+#                   it; no browser download).
+#   python3-seccomp libseccomp's own Python binding: the ColBench sandbox's syscall filter (loaded from its
+#                   file by the jail; without it the jail runs unfiltered and says so in its isolation).
 # It needs root or password-less sudo, apt-get and the package archive. Where any of them is lacking it
 # says what to install by hand and exits 0: what needs the program then skips and names it (a missing
 # optional program never fails the install, `agentenvs run all` or the tests).
@@ -9,10 +11,15 @@ set -uo pipefail
 
 # program on PATH -> the Debian package that provides it
 declare -A PACKAGE_OF=([chromium]=chromium)
+# a library's file (a glob) -> the Debian package that provides it
+declare -A PACKAGE_OF_FILE=([/usr/lib/python3/dist-packages/seccomp.cpython-*.so]=python3-seccomp)
 
 missing=()
 for program in "${!PACKAGE_OF[@]}"; do
     command -v "$program" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$program]}")
+done
+for pattern in "${!PACKAGE_OF_FILE[@]}"; do
+    compgen -G "$pattern" >/dev/null || missing+=("${PACKAGE_OF_FILE[$pattern]}")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

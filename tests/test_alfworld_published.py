@@ -523,6 +523,11 @@ def test_loader_reads_both_versions_under_both_folder_names(tmp_path, folder):
     for data_dir in (tmp_path, base):
         source = OfficialGames(data_dir)
         assert [source.size(s) for s in ("train", "valid", "test")] == [0, 1, 1]
+        assert source.skipped == {  # ALFWorld's own reasons, each counted
+            "marked unsolvable": 1,
+            "no 'solvable' key in game.tw-pddl": 1,
+            "movable receptacle or sliced object (ALFWorld leaves these out)": 1,
+        }
     kitchen = source.load(source.task_id("test", 0))
     bedroom = source.load(source.task_id("valid", 0))
     assert kitchen.version is text.RAW_2_1_1 and kitchen.goal_text == KITCHEN_GOAL
@@ -538,6 +543,14 @@ def test_loader_reads_both_versions_under_both_folder_names(tmp_path, folder):
         obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
         done = terminated or truncated
     assert info["success"]
+
+
+def test_loader_names_a_game_file_that_is_not_json(tmp_path):
+    base = write_published_tree(tmp_path)
+    broken = base / "valid_seen" / BEDROOM_NAME / "trial_T20190907_000000_000001" / "game.tw-pddl"
+    broken.write_bytes(b'{"pddl_domain": "cut sho')
+    with pytest.raises(ValueError, match="game.tw-pddl: not a game.tw-pddl file"):
+        OfficialGames(tmp_path)
 
 
 def test_loader_refuses_a_folder_holding_both_versions(tmp_path):

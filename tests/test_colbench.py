@@ -4,12 +4,12 @@ expert's 100%, rewards, state keys, snapshots."""
 from __future__ import annotations
 
 import copy
-import json
 import pickle
 import re
 
 import gymnasium as gym
 import pytest
+from fixtures.colbench_tasks import write_official
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.colbench.collaborators import DONT_KNOW, RuleCollaborator, asked_facts
@@ -260,14 +260,6 @@ def test_snapshot_restores_the_exact_state_and_envs_pickle():
 
 
 # ----------------------------------------------------------------- official files
-def write_official(root, rows_by_split):
-    folder = root / "backend_tasks"
-    folder.mkdir()
-    for split, rows in rows_by_split.items():
-        (folder / f"{split}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return root
-
-
 OFFICIAL_ROW = {
     "problem_description": "I want a function that calculates my tip. The signature is "
     "def calculate_tip(bill, service):",

@@ -1,4 +1,5 @@
-"""The README's ColBench benchmark row quotes the benchmark's recorded output."""
+"""The README's ColBench benchmark row quotes the benchmark's recorded output, and its sandbox
+section names only tests that exist."""
 
 from __future__ import annotations
 
@@ -8,11 +9,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "bench_colbench.txt"
 FIGURE = re.compile(r"\d+\.\d+")
+SANDBOX_TESTS = ROOT / "tests" / "test_colbench_sandbox.py"
 
 
 def test_every_figure_of_the_readme_colbench_row_is_in_the_recorded_output():
-    (row,) = [line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| ColBench (")]
+    (row,) = [
+        line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| ColBench (")
+    ]
     quoted = set(FIGURE.findall(row))
     recorded = set(FIGURE.findall(RESULT.read_text()))
     assert len(quoted) >= 6, row
     assert quoted <= recorded, f"README quotes {sorted(quoted - recorded)}, not in {RESULT.name}"
+
+
+def test_every_test_the_readme_sandbox_section_names_exists():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### The sandbox: what it stops and what it does not")[1].split("\n## ")[0]
+    named = set(re.findall(r"`(test_\w+)`", section))
+    defined = set(re.findall(r"^def (test_\w+)", SANDBOX_TESTS.read_text(), re.MULTILINE))
+    assert len(named) >= 20 and named <= defined, sorted(named - defined)

@@ -63,6 +63,23 @@ def test_store_uses_wal_and_keeps_verified_submissions_with_their_transcripts(tm
     assert reopened.submission(submission_id)["summary"] == row["summary"]
 
 
+def test_a_board_file_of_the_first_release_gains_the_new_columns(tmp_path, expert_document):
+    import sqlite3
+
+    from leaderboard.store import ADDED_COLUMNS, SCHEMA
+
+    first_release = SCHEMA
+    for name, kind in ADDED_COLUMNS.items():
+        first_release = first_release.replace(f"    {name} {kind},\n", "")
+    with sqlite3.connect(tmp_path / "old.sqlite") as db:
+        db.executescript(first_release)
+        assert "families" not in {row[1] for row in db.execute("PRAGMA table_info(submissions)")}
+    store = Store(tmp_path / "old.sqlite")
+    submission_id = store.add_pending(expert_document, submitter="test")
+    store.finish(submission_id, verify_submission(expert_document))
+    assert set(store.submission(submission_id)["families"]) == {"Sokoban", "TextCraft"}
+
+
 def test_upload_is_verified_by_the_worker_and_shown_on_the_board(tmp_path, random_document, expert_document):
     store = Store(tmp_path / "board.sqlite")
     app = create_app(store, ["secret-token"])
@@ -82,7 +99,7 @@ def test_upload_is_verified_by_the_worker_and_shown_on_the_board(tmp_path, rando
     assert board.status_code == 200 and "script-src 'sha256-" in board.headers["content-security-policy"]
     assert (
         "random" in board.text
-        and "✔ replayed" in board.text
+        and "re-checked by replay" in board.text
         and f"submissions/{rejected_id}" not in board.text
     )
     page = client.get(f"/submissions/{accepted.json()['id']}")

@@ -210,8 +210,8 @@ def test_hostile_responses_replay_and_render_inert(tmp_path):
     assert verdict.verified
     row = {
         "id": 1, "model": "m", "model_size": "", "endpoint": "openai", "panel": "smoke", "created": "now",
-        "received": "now", "status": "verified", "problems": [], "metadata": document["metadata"],
-        "summary": verdict.summary,
+        "received": "now", "submitter": "token-0", "status": "verified", "problems": [],
+        "metadata": document["metadata"], "summary": verdict.summary, "families": verdict.families,
     }  # fmt: skip
     episodes = [
         {**episode, "transcript": transcript}
@@ -222,4 +222,4 @@ def test_hostile_responses_replay_and_render_inert(tmp_path):
         "<script>alert(1)</script>" not in page
         and "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/pre&gt;" in page
     )
-    assert json.dumps("<script>") not in board_page([row], lambda i: f"{i}")
+    assert json.dumps("<script>") not in board_page([row], lambda i: f"{i}", "submit")

@@ -1,7 +1,9 @@
 """Every ``python`` block of README.md runs as written, as a script of its own.
 
 A block that needs what the default suite lacks (a model, a GPU) is preceded
-by a line ``<!-- readme-test: skip (why) -->`` and is skipped by that mark.
+by a line ``<!-- readme-test: skip (why) -->`` and is skipped by that mark; a
+block that takes long (loads torch) is preceded by ``<!-- readme-test: slow
+(why) -->`` and runs with the slow checks (``pytest -m slow``).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_MARK = re.compile(r"<!--\s*readme-test:\s*skip\b(.*?)-->")
+SLOW_MARK = re.compile(r"<!--\s*readme-test:\s*slow\b(.*?)-->")
 FENCE = re.compile(r"^```python\s*$")
 
 
-def python_blocks(text: str) -> list[tuple[int, str, str | None]]:
-    """(line number, code, skip reason or None) of every python block."""
+def python_blocks(text: str) -> list[tuple[int, str, str | None, bool]]:
+    """(line number, code, skip reason or None, marked slow) of every python block."""
     lines = text.splitlines()
     blocks = []
     index = 0
@@ -31,7 +34,8 @@ def python_blocks(text: str) -> list[tuple[int, str, str | None]]:
             previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
             mark = SKIP_MARK.search(previous)
             reason = (mark.group(1).strip(" ()") or "marked") if mark else None
-            blocks.append((start, "\n".join(lines[start:end]) + "\n", reason))
+            slow = SLOW_MARK.search(previous) is not None
+            blocks.append((start, "\n".join(lines[start:end]) + "\n", reason, slow))
             index = end
         index += 1
     return blocks
@@ -46,10 +50,18 @@ def test_the_readme_has_python_examples():
 
 def test_the_block_reader_sees_skip_marks_and_fences():
     text = "x\n```python\na = 1\n```\n<!-- readme-test: skip (needs a GPU) -->\n\n```python\nb\n```\n"
-    assert python_blocks(text) == [(2, "a = 1\n", None), (7, "b\n", "needs a GPU")]
+    assert python_blocks(text) == [(2, "a = 1\n", None, False), (7, "b\n", "needs a GPU", False)]
+    slow = "<!-- readme-test: slow (loads torch) -->\n```python\nc\n```\n"
+    assert python_blocks(slow) == [(2, "c\n", None, True)]
 
 
-@pytest.mark.parametrize(("line", "code", "skip"), BLOCKS, ids=[f"README.md:{line}" for line, _, _ in BLOCKS])
+@pytest.mark.parametrize(
+    ("line", "code", "skip"),
+    [
+        pytest.param(line, code, skip, marks=[pytest.mark.slow] if slow else [], id=f"README.md:{line}")
+        for line, code, skip, slow in BLOCKS
+    ],
+)
 def test_readme_block_runs_as_a_script(line, code, skip, tmp_path):
     if skip is not None:
         pytest.skip(skip)

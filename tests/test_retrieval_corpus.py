@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import json
 import pickle
 
+import numpy as np
 import pytest
 
 from retrieval_index import Corpus, Passage, read_corpus_jsonl, write_corpus_jsonl
@@ -61,7 +63,9 @@ def json_keys(lines):
 
 def test_reader_accepts_title_text_rows_and_skips_blank_lines(tmp_path):
     path = write_lines(tmp_path / "c.jsonl", ['{"id": 7, "title": "T", "text": "body"}', "", "  "])
-    assert list(read_corpus_jsonl(path)) == [Passage(id="7", title="T", text="body")]
+    [passage] = read_corpus_jsonl(path)
+    assert (passage.id, passage.title, passage.text) == ("7", "T", "body")
+    assert passage.row() == {"id": 7, "contents": '"T"\nbody'}  # the file's integer id comes back as it was
 
 
 @pytest.mark.parametrize("bad_line", ['{"id": "0"}', "not json", '["id", "contents"]'])
@@ -94,3 +98,32 @@ def test_empty_corpus_and_unfinished_store(tmp_path):
     (tmp_path / "empty" / "corpus.json").unlink()
     with pytest.raises(FileNotFoundError, match="cut short"):
         Corpus.open(tmp_path / "empty")
+
+
+def test_a_store_keeps_every_field_of_a_row_and_writes_it_back(tmp_path):
+    rows = [
+        {"id": "0", "contents": '"A"\nfirst', "url": "u", "n": 3, "nested": {"k": [1, None]}},
+        {"id": 12, "contents": "No quotes\nsecond"},
+        {"id": "2", "contents": '"C"\nthird'},
+    ]
+    write_lines(tmp_path / "in.jsonl", [json.dumps(row) for row in rows])
+    store = Corpus.build(tmp_path / "in.jsonl", tmp_path / "store")
+    assert [passage.row() for passage in store] == rows
+    assert store[2].extra == ""  # a plain row costs no extra bytes
+    write_corpus_jsonl(store, tmp_path / "out.jsonl")
+    assert [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()] == rows
+
+
+def test_a_store_written_by_the_previous_version_still_opens(tmp_path):
+    """Version 1 stores held three fields a passage (id, title, text) and no row extras."""
+    store = tmp_path / "v1"
+    store.mkdir()
+    fields = [b"0", b"Paris", b"Paris is in France.", b"1", b"Rome", b"Rome is in Italy."]
+    (store / "texts.bin").write_bytes(b"".join(fields))
+    np.save(store / "offsets.npy", np.cumsum([0] + [len(field) for field in fields]).astype(np.int64))
+    meta = {"format": "retrieval_index.corpus", "version": 1, "passages": 2}
+    (store / "corpus.json").write_text(json.dumps(meta))
+    assert list(Corpus.open(store)) == [
+        Passage("0", "Paris", "Paris is in France."),
+        Passage("1", "Rome", "Rome is in Italy."),
+    ]

@@ -168,6 +168,41 @@ def test_dense_server_rows_are_the_corpus_rows(flat):
         np.testing.assert_allclose([item["score"] for item in items], [h.score for h in hits], rtol=1e-6)
 
 
+def test_dense_hits_carry_the_whole_corpus_row_and_search_r1s_client_reads_them(tmp_path, encoder):
+    """Search-R1's dense server returns the corpus file's row itself: every field, the file's id type."""
+    import httpx
+    from fixtures.search_r1_client import search_r1_information
+
+    from retrieval_index.client import RemoteRetriever
+    from retrieval_index.server import ServerThread, create_app
+
+    rows = [
+        {"id": "0", "contents": '"Paris"\nParis is the capital of France.', "source": "wiki-18"},
+        {"id": 1, "contents": '"Danube"\nThe Danube flows by Vienna.', "wikipedia_id": 9, "tags": ["river"]},
+        {"id": "2", "contents": "Hamlet\nA tragedy (its title has no quotes).", "meta": {"year": 1600, "x": None}},
+        {"id": "3", "title": "Violin", "text": "A violin has four strings.", "lang": "en"},
+        {"id": "4", "contents": '"Odd \ud800 text"\nA lone surrogate, \u202ebidi and zero\u200bwidth.'},
+    ]
+    (tmp_path / "wiki.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    corpus = Corpus.build(tmp_path / "wiki.jsonl", tmp_path / "store")
+    retriever = DenseRetriever.build(corpus, encoder, tmp_path / "e5", log=lambda line: None)
+    stored = [passage.row() for passage in corpus]
+    assert stored[:3] + stored[4:] == [rows[0], rows[1], rows[2], rows[4]]
+    assert stored[3] == {"id": "3", "contents": '"Violin"\nA violin has four strings.', "lang": "en"}
+
+    with ServerThread(create_app(retriever, kind="dense")) as url:
+        body = httpx.post(
+            f"{url}/retrieve", json={"queries": ["the capital of France"], "topk": 5, "return_scores": True}
+        ).json()
+        remote = RemoteRetriever(f"{url}/retrieve").retrieve(["the capital of France"], 5)
+    [hits] = body["result"]
+    assert sorted((hit["document"] for hit in hits), key=lambda row: str(row["id"])) == stored
+    assert remote == retriever.retrieve(["the capital of France"], 5)  # the rows' other fields travel too
+    [information] = search_r1_information(body)
+    assert information.startswith('Doc 1(Title: "Paris") Paris is the capital of France.\n')
+    assert "(Title: Hamlet) A tragedy (its title has no quotes).\n" in information
+
+
 def build_command(corpus: Path, out: Path) -> list[str]:
     return [
         sys.executable, "-m", "retrieval_index", "build", "--corpus", str(corpus), "--kind", "e5",

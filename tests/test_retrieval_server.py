@@ -16,6 +16,7 @@ import httpx
 import numpy as np
 import pytest
 from fixtures.app_server import free_port
+from fixtures.search_r1_client import search_r1_information
 
 from retrieval_index import BM25Retriever, Corpus, Passage
 from retrieval_index.client import RemoteRetriever, RemoteRetrieverError
@@ -78,6 +79,21 @@ def test_response_is_search_r1_json_field_by_field(server, bm25):
     # titles here hold no quotes at their ends, where Search-R1's strip('"') and the store's split agree
     first = body["result"][0][0]["document"]
     assert first == search_r1_bm25_row(first["contents"])
+
+
+@pytest.mark.parametrize("return_scores", [True, False])
+def test_search_r1s_client_reads_our_bm25_answers_unchanged(server, bm25, return_scores):
+    """Search-R1's reading code, given our answer, builds the <information> text its own server's gives."""
+    queries = ["river piano", "violin"]
+    body = httpx.post(f"{server}/retrieve", json={"queries": queries, "topk": 3, "return_scores": True}).json()
+    expected = [
+        "".join(f"Doc {n}(Title: \"{h.passage.title}\") {h.passage.text}\n" for n, h in enumerate(hits, 1))
+        for hits in bm25.retrieve(queries, 3)
+    ]
+    assert search_r1_information(body) == expected
+    if not return_scores:  # Search-R1's client always asks for scores; the bare rows read through "document" too
+        bare = httpx.post(f"{server}/retrieve", json={"queries": queries, "topk": 3}).json()
+        assert bare["result"] == [[item["document"] for item in items] for items in body["result"]]
 
 
 def test_without_scores_each_hit_is_the_row_and_topk_defaults_to_three(server):
@@ -280,6 +296,29 @@ def test_remote_retriever_is_shared_by_threads_each_on_its_own_connection(server
 def test_remote_retriever_refuses_a_url_that_is_not_http():
     with pytest.raises(ValueError, match="not an http"):
         RemoteRetriever("127.0.0.1:8000")
+
+
+def test_remote_retriever_takes_the_root_or_search_r1s_retrieve_url(server, bm25):
+    """Search-R1's configs pass ``http://HOST:8000/retrieve``; ours the root. Both reach the same endpoint."""
+    expected = [[hit.index for hit in hits] for hits in bm25.retrieve(["violin river"], 3)]
+    for url in (server, f"{server}/", f"{server}/retrieve", f"{server}/retrieve/"):
+        remote = RemoteRetriever(url)
+        assert remote.url == server
+        assert [[hit.index for hit in hits] for hits in remote.retrieve(["violin river"], 3)] == expected
+        remote.close()
+        assert pickle.loads(pickle.dumps(remote)).url == server
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8000/retrieve/extra", "http://127.0.0.1:8000/api", "http://127.0.0.1:8000/retrieve?topk=3",
+     "http://127.0.0.1:8000/#retrieve", "http://127.0.0.1:8000/\u202eeveirter", "http://127.0.0.1:99999",
+     "http://127.0.0.1:port/retrieve"],
+)  # fmt: skip
+def test_remote_retriever_refuses_any_other_path_in_one_line(url):
+    with pytest.raises(ValueError) as refused:
+        RemoteRetriever(url)
+    assert "\n" not in str(refused.value) and repr(url) in str(refused.value)
 
 
 def test_cli_serves_with_several_workers_sharing_the_index(bm25):

@@ -15,8 +15,18 @@ import numpy as np
 import pytest
 
 import agentenvs
+from agentenvs.search import env as search_env
 from agentenvs.search.data import builtin_dir
-from agentenvs.search.env import INSTRUCTIONS, INVALID_TEXT, PRESETS, SearchEnv, search_r1_score
+from agentenvs.search.env import (
+    INSTRUCTIONS,
+    INVALID_TEXT,
+    PRESETS,
+    QUERY_MAX_CHARS,
+    QUERY_MAX_WORDS,
+    SearchEnv,
+    bounded_query,
+    search_r1_score,
+)
 from agentenvs.search.expert import SearchExpert, hop_query
 from agentenvs.search.protocol import SearchProtocol, SequenceChecker
 from agentenvs.search.questions import STYLES, TEST_SIZES, read_questions
@@ -311,15 +321,18 @@ def test_a_retrieval_server_url_gives_the_same_information(tmp_path):
     local = BM25Retriever.load(folder / "bm25", Corpus.open(folder / "corpus"))
     env = make("hotpotqa")
     with ServerThread(create_app(local, kind="bm25")) as url:
-        remote = make("hotpotqa", retriever=url)
-        assert len(pickle.dumps(remote)) < 20_000
-        for seed in range(5):
-            env.reset(seed=seed)
-            remote.reset(seed=seed)
-            response = f"<think>a</think><search>{good_query(env)}</search>"
-            here, there = env.step(response), remote.step(response)
-            assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
-            assert here[4]["reward_components"] == there[4]["reward_components"]
+        # our root URL, and the .../retrieve URL Search-R1's configs pass
+        for remote in (make("hotpotqa", retriever=url), make("hotpotqa", retriever=f"{url}/retrieve")):
+            assert len(pickle.dumps(remote)) < 20_000
+            for seed in range(3):
+                env.reset(seed=seed)
+                remote.reset(seed=seed)
+                response = f"<think>a</think><search>{good_query(env)}</search>"
+                here, there = env.step(response), remote.step(response)
+                assert here[0] == there[0] and here[4]["state_key"] == there[4]["state_key"]
+                assert here[4]["reward_components"] == there[4]["reward_components"]
+        with pytest.raises(ValueError, match="root or its /retrieve"):
+            make("hotpotqa", retriever=f"{url}/search")
 
 
 def test_readme_row_states_the_test_sizes_and_presets():
@@ -437,3 +450,44 @@ def test_obs_key_is_the_digest_of_every_observation_under_every_preset(preset):
             obs, _, terminated, truncated, info = env.step(action)
             assert info["obs_key"] == text_key(obs)
             done = terminated or truncated
+
+
+def test_a_huge_query_is_cut_to_the_documented_bound_and_searches_like_it():
+    words = [f"w{i}" for i in range(QUERY_MAX_WORDS + 50)]
+    assert bounded_query("  ".join(words)) == " ".join(words[:QUERY_MAX_WORDS])
+    assert bounded_query("x" * 10**6) == "x" * QUERY_MAX_CHARS
+    assert bounded_query(" \t\n") == ""
+    assert "``QUERY_MAX_WORDS`` (256)" in search_env.__doc__
+    assert "``QUERY_MAX_CHARS`` (2,048)" in search_env.__doc__
+    env, bounded = make(), make()
+    env.reset(seed=0)
+    bounded.reset(seed=0)
+    query = good_query(env)
+    huge = " ".join([query] * 400_000)  # megabytes: Search-R1's retriever reads its first 256 tokens
+    observation, *_ = env.step(f"<think>x</think><search>{huge}</search>")
+    expected, *_ = bounded.step(f"<think>x</think><search>{bounded_query(huge)}</search>")
+    assert observation == expected and "<information>" in observation
+
+
+def test_flashrag_files_with_numbers_for_answers_and_rows_without_ids(tmp_path):
+    """Published question files hold years as JSON numbers and, in some sets, rows with no id."""
+    from agentenvs.search.data import QuestionRows
+
+    rows = [
+        {"question": "when was the eiffel tower finished", "golden_answers": [1889], "metadata": None},
+        {"id": None, "question": "how many moons does mars have", "golden_answers": [2.0, "two"]},
+        {"id": "", "question": "pi to two decimals", "golden_answers": 3.14},
+        {"id": 17, "question": "is paris in france", "golden_answers": [True, None, ""]},
+        {"id": "test_4", "question": "unanswerable", "golden_answers": [None]},
+    ]
+    path = tmp_path / "test.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n\n")
+    questions = QuestionRows.read(path, "nq:")
+    assert questions.ids == ("nq:#0", "nq:#1", "nq:#2", "nq:17", "nq:test_4")
+    assert [questions.question(i).golden_answers for i in range(4)] == [("1889",), ("2", "two"), ("3.14",), ("yes",)]
+    assert questions.question(1).id == "nq:#1" and questions.question(0).metadata == {}
+    with pytest.raises(ValueError, match="'test_4' has no golden answer"):
+        questions.question(4)
+    path.write_text('{"id": "a", "question": "q", "golden_answers": ["x"]}\n[1, 2]\n')
+    with pytest.raises(ValueError, match=r"test.jsonl:2: not a FlashRAG question row"):
+        QuestionRows.read(path)

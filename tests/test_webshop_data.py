@@ -269,3 +269,92 @@ def test_pyserini_backend_gives_the_same_top_50(tmp_path):
     queries = [catalog.goal(i).instruction_text.split(", and price")[0] for i in range(50)]
     same = sum(lucene.search(q) == ours.search(q) for q in queries)
     assert same >= 45, f"{same}/50 queries with identical top 50"
+
+
+def test_the_quirks_of_published_product_files_load_without_a_rule_per_file(tmp_path):
+    """Real items_shuffle rows: concatenated or empty prices, empty or null options, product_information as text."""
+    products = [
+        raw("B0000000Q1", pricing="$19.99$27.99", customization_options="", product_information="Item model: X"),
+        raw("B0000000Q2", pricing="", customization_options={"Color": None, "Size": [{"value": "M", "image": None}]}),
+        raw("B0000000Q3", pricing=24.5, customization_options={"Color": [{"value": None}, {"image": "i"}, "bad"]}),
+        raw("B0000000Q4", pricing="$1.2.3", product_information=["a", "list"], small_description=None, images=[]),
+        raw(1234567890),
+        raw("B000000Ä01"),
+    ]
+    (tmp_path / "items_shuffle_1000.json").write_text(json.dumps(products))
+    (tmp_path / "items_ins_v2_1000.json").write_text(json.dumps({
+        "B0000000Q1": {"attributes": ["a"], "instruction": "i want q1", "instruction_attributes": ["a"]},
+        "B0000000Q2": {"attributes": ["b"], "instruction": None, "instruction_attributes": None},
+    }))  # fmt: skip
+    skipped: dict = __import__("collections").Counter()
+    loaded, goals = load_official(tmp_path, skipped=skipped)
+    by_asin = {p.asin: p for p in loaded}
+    assert list(by_asin) == ["B0000000Q1", "B0000000Q2", "B0000000Q3", "B0000000Q4"]
+    q1, q2, q3, q4 = by_asin.values()
+    assert q1.pricing == (19.99, 27.99) and q1.price_tag == "$19.99 to $27.99" and q1.options == ()
+    assert q2.pricing == (100.0,) and q2.price_tag == "$100.0" and q2.options == (("size", ("m",)),)
+    assert q3.pricing == (24.5,) and q3.price_tag == "$24.5" and q3.options == (("color", ()),)
+    assert q4.pricing == (100.0,) and q4.bullet_points == ("",) and q4.main_image == ""
+    assert [g.asin for g in goals] == ["B0000000Q1"]
+    assert skipped == {
+        "asin is not a string": 1,
+        "asin is not ASCII": 1,
+        "product without an instruction in items_ins_v2": 3,
+    }
+    catalog = official_catalog(tmp_path, cache_dir=tmp_path / "cache")
+    assert GoalTasks(catalog).skipped == dict(skipped)
+
+
+def test_human_goals_of_items_human_ins_json_are_played_by_the_expert(tmp_path):
+    """items_human_ins.json as WebShop publishes it: ASIN -> list of annotations; WebShop's human_goals
+    switch turns each annotation with instruction_attributes into one goal, for the products it loaded."""
+    products = [
+        raw("B0000000H1", name="Cotton Crew Neck T-Shirt", pricing="$14.99",
+            customization_options={"Color": [{"value": "Navy Blue", "image": None}, {"value": "Heather Grey", "image": None}],
+                                   "Size": [{"value": "Large", "image": None}, {"value": "Small", "image": None}]}),
+        raw("B0000000H2", name="Stainless Steel Water Bottle", pricing="$8.00 - $30.00", customization_options=None),
+        raw("B0000000H3", name="Leather Wallet", pricing="$985.00"),
+    ]  # fmt: skip
+    notes = {asin: {"attributes": ["durable"], "instruction": f"find {asin}", "instruction_attributes": ["durable"]}
+             for asin in ("B0000000H1", "B0000000H2", "B0000000H3")}  # fmt: skip
+    annotation = {"asin": "", "instruction": "", "attributes": [], "options": [], "instruction_attributes": [],
+                  "instruction_options": [], "assignment_id": "3A1PQ49WVOHAPN8K6GAX4UZB0HJ1H5",
+                  "worker_id": "A1KZ0KE93WNN5O"}  # fmt: skip
+    human = {
+        "B0000000H1": [
+            {**annotation, "asin": "B0000000H1", "instruction": "i need a navy blue cotton t-shirt in large.",
+             "instruction_attributes": ["cotton"], "instruction_options": ["navy blue", "large"]},
+            {**annotation, "asin": "B0000000H1", "instruction": "a t-shirt, nothing else"},
+        ],
+        "B0000000H2": [{**annotation, "asin": "B0000000H2", "instruction": "i want a stainless steel water bottle.",
+                        "instruction_attributes": ["stainless steel"]}],
+        "B0000000H3": [{**annotation, "asin": "B0000000H3", "instruction": "a leather wallet...",
+                        "instruction_attributes": ["leather"]}],
+        "B0MISSING0": [{**annotation, "instruction": "x", "instruction_attributes": ["y"]}],
+    }  # fmt: skip
+    (tmp_path / "items_shuffle_1000.json").write_text(json.dumps(products))
+    (tmp_path / "items_ins_v2_1000.json").write_text(json.dumps(notes))
+    (tmp_path / "items_human_ins.json").write_text(json.dumps(human))
+
+    env = WebShopEnv(split="test", data_dir=tmp_path, human_goals=True, cache_dir=tmp_path / "cache")
+    assert env.task_source.size("test") == 3 and env.task_source.size("train") == 0
+    assert env.task_source.skipped == {
+        "human instruction without instruction_attributes": 1,
+        "human instruction for an ASIN not among the products": 1,
+    }
+    texts = set()
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        goal = env.goal
+        texts.add(goal.instruction_text.split(", and price lower than")[0])
+        if goal.asin == "B0000000H1":
+            assert goal.goal_options == ("navy blue", "large") and goal.attributes == ("cotton",)
+        if goal.asin == "B0000000H3":  # $985: fewer than two price steps above it, so no cap
+            assert goal.price_upper == 1_000_000 and goal.instruction_text == "a leather wallet"
+        expert, done = env.expert(), False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
+            done = terminated or truncated
+        assert terminated and info["success"] and info["score"] == 1.0
+    assert texts == {"i need a navy blue cotton t-shirt in large", "i want a stainless steel water bottle",
+                     "a leather wallet"}  # fmt: skip

@@ -17,7 +17,20 @@ A bundle is a folder of three files (and, for upload, one JSON document
     (:data:`METADATA_SCHEMA`).
 
 Every read validates against the JSON schema (draft-07, :func:`validate`);
-the schema is part of the public format (``SUBMISSION_SCHEMA``).
+the schema is part of the public format (``SUBMISSION_SCHEMA``). Beyond the
+schema, :func:`validate` enforces what JSON Schema cannot say:
+
+* every string (and object key) is valid Unicode: no lone surrogates;
+* an ``integer`` is an exact JSON integer (``0.0`` is refused, although
+  draft-07 counts it as an integer) within ``0 … 2**53 - 1``, the range every
+  JSON reader holds exactly;
+* a display name (``format: agentenvs-name``: model, size, agent) has no
+  control, format (zero-width, bidi override), private-use or unassigned
+  character, no whitespace but single inner spaces, is in NFKC form (no
+  fullwidth or ligature look-alikes) and does not mix Latin, Cyrillic and
+  Greek letters (no Latin name with a Cyrillic ``е``);
+* ``package_version`` is a PEP 440 version (``created``, a UTC timestamp
+  ``YYYY-MM-DDTHH:MM:SSZ`` of a real date, is the schema's ``date-time``).
 """
 
 from __future__ import annotations
@@ -25,12 +38,14 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 import numpy as np
+from packaging.version import InvalidVersion, Version
 
 import agentenvs
 from agentenvs.agents.panel import PanelSpec, panel_digest
@@ -39,8 +54,13 @@ SCHEMA_VERSION = "agentenvs-submission/1"
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
+# the largest integer an IEEE double (a JSON reader's number) holds exactly; SQLite's INTEGER holds it too
+MAX_INTEGER = 2**53 - 1
+NAME_FORMAT, VERSION_FORMAT = "agentenvs-name", "pep440-version"
+TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
 _number = {"type": "number"}
-_count = {"type": "integer", "minimum": 0}
+_count = {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER}
+_name = {"type": "string", "format": NAME_FORMAT}
 _keys = {"type": "array", "items": {"type": "string", "maxLength": 128}}
 
 EPISODE_SCHEMA: dict[str, Any] = {
@@ -73,7 +93,7 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "split": {"type": "string", "maxLength": 32},
         "task_id": {"type": "string", "maxLength": 500},
         "seed": _count,
-        "agent": {"type": "string", "maxLength": 200},
+        "agent": {**_name, "maxLength": 200},
         "responses": {"type": "array", "items": {"type": "string"}},
         "rewards": {"type": "array", "items": _number},
         "obs_keys": _keys,
@@ -140,10 +160,10 @@ METADATA_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "schema": {"const": SCHEMA_VERSION},
-        "model": {"type": "string", "minLength": 1, "maxLength": 200},
-        "model_size": {"type": "string", "maxLength": 40},
+        "model": {**_name, "minLength": 1, "maxLength": 200},
+        "model_size": {**_name, "maxLength": 40},
         "endpoint": {"enum": ["openai", "transformers", "scripted"]},
-        "package_version": {"type": "string", "maxLength": 40},
+        "package_version": {"type": "string", "format": VERSION_FORMAT, "maxLength": 40},
         "panel": {"type": "string", "maxLength": 40},
         "panel_digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
         "env_digests": {
@@ -151,7 +171,7 @@ METADATA_SCHEMA: dict[str, Any] = {
             "minProperties": 1,
             "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
         },
-        "created": {"type": "string", "maxLength": 40},
+        "created": {"type": "string", "format": "date-time", "pattern": TIMESTAMP_PATTERN},
     },
 }
 SUBMISSION_SCHEMA: dict[str, Any] = {
@@ -166,17 +186,15 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
         "episodes": {"type": "array", "minItems": 1, "items": EPISODE_SCHEMA},
     },
 }
-# compiled to Python code once: validating a large submission costs milliseconds
-_VALIDATORS = {
-    name: fastjsonschema.compile(schema)
-    for name, schema in (
-        ("episode", EPISODE_SCHEMA),
-        ("summary", SUMMARY_SCHEMA),
-        ("metadata", METADATA_SCHEMA),
-        ("submission", SUBMISSION_SCHEMA),
-    )
-}
 EPISODES_FILE, SUMMARY_FILE, METADATA_FILE = "episodes.jsonl", "summary.json", "metadata.json"
+SCHEMAS = {
+    "episode": EPISODE_SCHEMA,
+    "summary": SUMMARY_SCHEMA,
+    "metadata": METADATA_SCHEMA,
+    "submission": SUBMISSION_SCHEMA,
+}
+# compiled to Python code once: validating a large submission costs milliseconds
+_VALIDATORS = {kind: fastjsonschema.compile(schema) for kind, schema in SCHEMAS.items()}
 
 
 class BundleError(ValueError):
@@ -184,11 +202,77 @@ class BundleError(ValueError):
 
 
 def validate(kind: str, data: Any) -> None:
-    """Check ``data`` against the ``kind`` schema (episode, summary, metadata, submission)."""
+    """Check ``data`` against the ``kind`` schema and the rules beyond it (module docstring)."""
     try:
         _VALIDATORS[kind](data)
     except fastjsonschema.JsonSchemaValueException as exc:
         raise BundleError(f"{kind}: {exc.message[:300]}") from None
+    problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
+    if problem is not None:
+        raise BundleError(f"{kind}: {problem[:300]}")
+
+
+# scripts whose letters pass for each other (Latin "e", Cyrillic "е", Greek "ε"): one name uses one of them
+LOOK_ALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
+
+
+def name_problem(text: str) -> str | None:
+    """Why ``text`` cannot be shown as a name (see the module docstring), or None."""
+    for character in text:
+        category = unicodedata.category(character)
+        if category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and character != " "):
+            label = unicodedata.name(character, "unnamed")
+            return f"U+{ord(character):04X} ({label}) is a control, format, bidi or invisible character"
+    if text != text.strip() or "  " in text:
+        return "leading, trailing or doubled spaces"
+    if unicodedata.normalize("NFKC", text) != text:
+        return "not in NFKC form (compatibility look-alikes such as fullwidth letters)"
+    scripts = {unicodedata.name(c).split()[0] for c in text if c.isalpha()} & LOOK_ALIKE_SCRIPTS
+    if len(scripts) > 1:
+        return f"letters of look-alike scripts ({', '.join(sorted(scripts))}) can pass for another name"
+    return None
+
+
+def _version_problem(text: str) -> str | None:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return "not a PEP 440 version"
+    return None
+
+
+FORMAT_RULES = {NAME_FORMAT: name_problem, VERSION_FORMAT: _version_problem}
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _value_problems(schema: Mapping[str, Any], data: Any, path: str) -> Iterator[str]:
+    """The rules JSON Schema cannot state, checked along ``schema`` (which ``data`` already follows)."""
+    if isinstance(data, str):
+        if _lone_surrogate(data):
+            yield f"{path} is not valid Unicode (a lone surrogate)"
+        elif (rule := FORMAT_RULES.get(schema.get("format", ""))) and (problem := rule(data)) is not None:
+            yield f"{path} {data!r}: {problem}"
+    elif schema.get("type") == "integer" and type(data) is not int:
+        yield f"{path} {data!r} is not an exact integer"
+    elif isinstance(data, dict):
+        properties, others = schema.get("properties", {}), schema.get("additionalProperties")
+        for key, value in data.items():
+            if _lone_surrogate(key):
+                yield f"{path} has a key that is not valid Unicode (a lone surrogate)"
+                continue
+            inner = properties.get(key, others if isinstance(others, dict) else {})
+            yield from _value_problems(inner, value, f"{path}.{key}")
+    elif isinstance(data, list):
+        items = schema.get("items", {})
+        for index, item in enumerate(data):
+            yield from _value_problems(items, item, f"{path}[{index}]")
 
 
 def submission_metadata(

@@ -12,8 +12,9 @@ object: ``pddl_domain`` (``alfred.pddl``), ``grammar`` (``alfred.twl2`` with
 the task sentence written in), ``pddl_problem`` (objects, initial facts,
 goal) and, in most files, ``solvable``. Like ALFWorld, only files marked
 solvable (a file without the key is skipped, as ALFWorld skips it) of its six
-task types, without sliced objects, are kept; their problem and task
-sentence load into the native engine.
+task types, without movable receptacles or sliced objects, are kept (what is
+left out is counted by reason in ``OfficialGames.skipped``); their problem
+and task sentence load into the native engine.
 
 Two versions of the files were published, and each file plays as its own
 version (:func:`file_version` reads it from the file's domain and grammar):
@@ -34,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 from agentenvs.alfworld import text
@@ -112,26 +114,51 @@ def games_root(data_dir: str | os.PathLike[str]) -> Path:
     )
 
 
-def _kept(task_folder: str) -> bool:
-    """ALFWorld's own filter: its six task types, no sliced objects."""
-    return task_folder.split("-", 1)[0] in TASK_TYPES and "Sliced" not in task_folder
+def skip_reason(task_folder: str, game: object) -> str | None:
+    """Why ALFWorld's own game collection leaves a game out (None: kept), in its order of checks:
+    movable-receptacle and sliced-object folders, task types other than its six, a file without
+    the ``solvable`` key, a file marked unsolvable."""
+    if "movable" in task_folder or "Sliced" in task_folder:
+        return "movable receptacle or sliced object (ALFWorld leaves these out)"
+    if task_folder.split("-", 1)[0] not in TASK_TYPES:
+        return "task type not among ALFWorld's six"
+    if not isinstance(game, dict) or "solvable" not in game:
+        return "no 'solvable' key in game.tw-pddl"
+    if not game["solvable"]:
+        return "marked unsolvable"
+    return None
 
 
 class OfficialGames(IdListTaskSource[Game]):
-    """The solvable games of an ALFWorld data folder (see the module docstring for the layout)."""
+    """The solvable games of an ALFWorld data folder (see the module docstring for the layout).
+
+    ``skipped`` counts the games ALFWorld's rules leave out, by reason.
+    """
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         self.root = games_root(data_dir)
+        self._skipped: Counter[str] = Counter()
         super().__init__({split: self._scan(folder) for split, folder in SPLIT_FOLDERS.items()})
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        return dict(self._skipped)
 
     def _scan(self, folder: str) -> list[str]:
         ids = []
         for game_file in sorted((self.root / folder).glob(f"*/*/{GAME_FILE}")):
-            if not _kept(game_file.parent.parent.name):
+            task_folder = game_file.parent.parent.name
+            game: object = None
+            if "movable" not in task_folder and "Sliced" not in task_folder:
+                try:
+                    game = json.loads(game_file.read_text(encoding="utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    raise ValueError(f"{game_file}: not a game.tw-pddl file ({exc})") from None
+            reason = skip_reason(task_folder, game)
+            if reason is not None:
+                self._skipped[reason] += 1
                 continue
-            with open(game_file) as handle:
-                if json.load(handle).get("solvable", False):
-                    ids.append(game_file.parent.relative_to(self.root).as_posix())
+            ids.append(game_file.parent.relative_to(self.root).as_posix())
         return ids
 
     def load(self, task_id: str) -> Game:

@@ -46,7 +46,8 @@ state key          the task's hidden spec (reference + test calls) + the set of
 Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's
 rules, for parity); see :mod:`agentenvs.colbench.scoring`. Every answer runs
 in :class:`~agentenvs.colbench.sandbox.Sandbox`; the reference outputs stay in
-this process. ``info["privileged"]`` (SWEET-RL's training-time information):
+this process; ``env.scoring_errors`` counts the jail lines that could not be
+decoded and the comparisons that raised (each failed its call, none raised). ``info["privileged"]`` (SWEET-RL's training-time information):
 ``reference`` (the source), ``hidden_facts`` (the collaborator's answers,
 one per fact) and ``function``; never rendered. Tasks: built in (train
 10,000 / valid 1,000 / test 1,000) or ColBench's files with ``data_dir=``
@@ -122,9 +123,11 @@ class ColBenchEnv(CollaborationEnv):
         self.sandbox = Sandbox(sandbox_limits, hide=hide)
         self.reference_sandbox = Sandbox(REFERENCE_LIMITS, hide=hide, prewarm=False)
         self._expected: dict[str, tuple[CallResult, ...]] = {}
+        self.scoring_errors = 0  # undecodable jail lines and comparisons that raised, over all answers
 
     def _judge(self, answer: str) -> tuple[float, str]:
         evaluation = evaluate(answer, self.task.calls, self.expected(self.task), self.sandbox, self.scoring)
+        self.scoring_errors += evaluation.errors
         return (
             evaluation.score,
             f"Your function passed {evaluation.passed} of {evaluation.total} hidden tests.",
@@ -151,6 +154,7 @@ class ColBenchEnv(CollaborationEnv):
 
     def close(self) -> None:
         self.sandbox.close()
+        self.reference_sandbox.close()
         super().close()
 
     def expert(self) -> Any:

@@ -8,9 +8,12 @@ Two rule sets, both run the code in the :class:`~agentenvs.colbench.sandbox.Sand
 - ``"reference"``: ColBench's own rules (sweet_rl ``check_correctness``), for
   parity: an answer containing any of :data:`FORBIDDEN_SUBSTRINGS` scores 0;
   fences stripped the same way; the code is ``exec``'d as the original did,
-  inside a function, so its top-level names are locals that its functions do
-  not see; a call passes only when the reference output is not ``None`` and
-  equals the answer's (an exception counts as ``None``).
+  inside a function and afresh for every call, so its top-level names are
+  locals that its functions do not see and no module-level state carries from
+  one call to the next; a call passes only when the reference output is not
+  ``None`` and equals the answer's (an exception counts as ``None``; a
+  ``ValueError`` raised by ``==``, numpy's ambiguous truth value, fails the
+  call as in the original).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Evaluation:
     total: int
     results: tuple[CallResult, ...]
     rejected: str = ""
+    errors: int = 0  # jail lines that could not be decoded + comparisons that raised (each a failed call)
 
 
 def strip_fences(answer: str) -> str:
@@ -64,12 +68,20 @@ def compile_error(code: str) -> str:
     return ""
 
 
-def passes(expected: CallResult, got: CallResult, scoring: str) -> bool:
+def passes(expected: CallResult, got: CallResult, scoring: str) -> bool | None:
+    """Whether ``got`` matches ``expected`` (``==`` on the decoded values, as ColBench compares,
+    a ``ValueError`` of the comparison a failed test as in ColBench); None when the comparison
+    raised anything else (e.g. ``decimal.InvalidOperation`` on a signalling NaN): a failed call."""
     if not (expected.ok and got.ok):
         return False
     if scoring == "reference" and expected.value is None:
         return False
-    return bool(expected.value == got.value)
+    try:
+        return bool(expected.value == got.value)
+    except ValueError:  # numpy's ambiguous truth value: ColBench's scorer counts the test as failed
+        return False
+    except Exception:  # noqa: BLE001 (counted by the caller as an error of this call)
+        return None
 
 
 def evaluate(
@@ -92,6 +104,8 @@ def evaluate(
     error = compile_error(code)
     if error:
         return Evaluation(0.0, 0, total, tuple(CallResult(False, error=error) for _ in calls), rejected=error)
-    results = sandbox.run(code, calls, split_namespace=scoring == "reference").results
-    passed = sum(passes(e, g, scoring) for e, g in zip(expected, results))
-    return Evaluation(passed / total if total else 0.0, passed, total, results)
+    run = sandbox.run(code, calls, split_namespace=scoring == "reference")
+    verdicts = [passes(e, g, scoring) for e, g in zip(expected, run.results)]
+    passed = sum(verdict is True for verdict in verdicts)
+    errors = run.malformed + sum(verdict is None for verdict in verdicts)
+    return Evaluation(passed / total if total else 0.0, passed, total, run.results, errors=errors)

@@ -83,6 +83,10 @@ class InvalidAction(Exception):
     """Raised by ``_parse_action`` for text that names no applicable action."""
 
 
+class EmptySplitError(ValueError):
+    """The chosen split of the env's task source holds no task (a data folder without that split)."""
+
+
 class MissingProgram(FileNotFoundError):
     """A program outside Python that the env needs (a browser, a JVM) is not installed.
 
@@ -167,7 +171,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
     ) -> None:
         task_source.check_split(split)
         if task_source.size(split) == 0:
-            raise ValueError(f"split {split!r} holds no tasks")
+            raise EmptySplitError(f"split {split!r} holds no tasks")
         self.max_turns = self.default_max_turns if max_turns is None else int(max_turns)
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")

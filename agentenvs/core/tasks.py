@@ -49,6 +49,16 @@ class TaskSource(ABC, Generic[Task]):
     def load(self, task_id: str) -> Task:
         """The task named ``task_id``; raises :class:`UnknownTaskError`."""
 
+    @property
+    def skipped(self) -> Mapping[str, int]:
+        """What the loader left out of its data and why: ``{reason: count}`` (empty: nothing left out).
+
+        Official loaders count what the original's own rules skip (WebShop's
+        ASIN rules, ALFWorld's ``solvable`` flag, ...), so a user can see what
+        a data folder holds beyond the tasks it yields.
+        """
+        return {}
+
     def check_split(self, split: str) -> None:
         if split not in self.splits:
             raise ValueError(f"unknown split {split!r}; choose one of {list(self.splits)}")

@@ -8,8 +8,9 @@ processes never read half a build.
 
 Official: FlashRAG's question files in their published layout,
 ``{data_dir}/{dataset}/{train,dev,test}.jsonl`` with rows ``{"id", "question",
-"golden_answers", "metadata"}``, searched through a retrieval_index index
-folder (BM25 or dense, over wiki-18) or a running retrieval server's URL.
+"golden_answers", "metadata"}`` (a row without an ``id`` takes ``#<row>``,
+its position in the file), searched through a retrieval_index index folder
+(BM25 or dense, over wiki-18) or a running retrieval server's URL.
 Where FlashRAG has no test file (hotpotqa, 2wikimultihopqa, musique), the dev
 file is the test split, as Search-R1 evaluates, and valid is empty.
 """
@@ -34,6 +35,7 @@ from agentenvs.search.questions import (
     TRAIN_SIZE,
     VALID_SIZE,
     Question,
+    flashrag_id,
     make_questions,
     split_sizes,
     write_questions,
@@ -102,7 +104,8 @@ def _build(out: Path, num_passages: int, seed: int) -> None:
 
 @functools.lru_cache(maxsize=8)
 def open_retriever(spec: str):
-    """A retriever from a retrieval_index index folder (BM25 or dense), or a retrieval server's URL.
+    """A retriever from a retrieval_index index folder (BM25 or dense), or a retrieval server's URL
+    (its root, or Search-R1's ``http://HOST:8000/retrieve``; any other path raises ``ValueError``).
 
     Cached per process, so every env of a process shares one memory-mapped index.
     """
@@ -140,22 +143,37 @@ class QuestionRows:
         if not path.exists():
             return cls((), (), id_prefix)
         with open(path, encoding="utf-8") as handle:
-            lines = tuple(line for line in handle if line.strip())
-        return cls(tuple(id_prefix + row_id(line) for line in lines), lines, id_prefix)
+            numbered = [(number, line) for number, line in enumerate(handle, start=1) if line.strip()]
+        ids = []
+        for index, (number, line) in enumerate(numbered):
+            try:
+                ids.append(id_prefix + row_id(line, index))
+            except ValueError as exc:  # json's decode error, or a row that is not an object
+                raise ValueError(f"{path}:{number}: not a FlashRAG question row ({exc})") from None
+        return cls(tuple(ids), tuple(line for _, line in numbered), id_prefix)
 
     def question(self, index: int) -> Question:
-        question = Question.from_flashrag(json.loads(self.lines[index]))
+        question = Question.from_flashrag(json.loads(self.lines[index]), positional_id(index))
         return replace(question, id=self.ids[index])
 
 
-def row_id(line: str) -> str:
-    """The ``id`` of a jsonl row; rows written by ``json.dumps`` with ``id`` first skip the parse."""
+def positional_id(index: int) -> str:
+    """The id of the ``index``-th row (0-based, blank lines not counted) of a file whose row has none."""
+    return f"#{index}"
+
+
+def row_id(line: str, index: int) -> str:
+    """The ``id`` of the ``index``-th jsonl row (:func:`positional_id` when it has none); rows written by
+    ``json.dumps`` with ``id`` first skip the parse."""
     head = '{"id": "'
     if line.startswith(head):
         end = line.find('"', len(head))
-        if end > 0 and "\\" not in line[len(head) : end]:
+        if end > len(head) and "\\" not in line[len(head) : end]:
             return line[len(head) : end]
-    return str(json.loads(line)["id"])
+    row = json.loads(line)
+    if not isinstance(row, dict):
+        raise ValueError(f"a JSON {type(row).__name__}, not an object")
+    return flashrag_id(row.get("id"), positional_id(index))
 
 
 class QuestionSource(IdListTaskSource[Question]):

@@ -17,7 +17,12 @@ observation        reset: Search-R1's prompt ending ``Question: {question}\\n``
 action             one response; Search-R1 cuts it after the first
                    ``</search>`` (else ``</answer>``) and takes its first
                    ``<search>``/``<answer>`` block (see :mod:`agentenvs.search.protocol`);
-                   ``search[q]`` / ``answer[a]`` bare are accepted (not well formed)
+                   ``search[q]`` / ``answer[a]`` bare are accepted (not well formed);
+                   a query is cut to its first ``QUERY_MAX_WORDS`` (256)
+                   whitespace-separated words and ``QUERY_MAX_CHARS`` (2,048)
+                   characters, our bound in place of Search-R1's retriever
+                   truncating the encoded query to 256 tokens (e5,
+                   ``retrieval_query_max_length``)
 reward             weighted sum of (unweighted values in ``reward_components``),
                    weights by ``reward_preset`` (columns: agentenvs default,
                    search-r1, mt-grpo, mt-ppo):
@@ -126,6 +131,19 @@ def prompt_for(question: str) -> str:
     if not question.endswith("?"):
         question += "?"
     return f"{INSTRUCTIONS}Question: {question}\n"
+
+
+QUERY_MAX_WORDS, QUERY_MAX_CHARS = 256, 2048
+
+
+def bounded_query(query: str) -> str:
+    """The first :data:`QUERY_MAX_WORDS` words of ``query``, then at most :data:`QUERY_MAX_CHARS` characters.
+
+    Search-R1's retriever truncates a query to 256 tokens; BM25 reads words, so
+    the bound is in words (runs of whitespace read as one space, as BM25's
+    analyser reads them), with a character cap for text without spaces.
+    """
+    return " ".join(query.split(maxsplit=QUERY_MAX_WORDS)[:QUERY_MAX_WORDS])[:QUERY_MAX_CHARS]
 
 
 def passage_body(contents: str) -> str:
@@ -372,7 +390,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             self._correct = bool(exact_match(action.content, golden))
             self._f1 = token_f1(action.content, golden)
             return StepOutcome("", {"outcome": self._outcome()}, terminated=True)
-        hits = self.retriever.retrieve([action.content], self.topk)[0]
+        hits = self.retriever.retrieve([bounded_query(action.content)], self.topk)[0]
         self._searches += 1
         self._retrieved.update(hit.index for hit in hits)
         found = self._matches_answers and self._passages.answer_found(hits)

@@ -120,13 +120,47 @@ class Question:
                 "metadata": metadata}
 
     @classmethod
-    def from_flashrag(cls, row: dict[str, Any]) -> Question:
-        metadata = dict(row.get("metadata") or {})
+    def from_flashrag(cls, row: dict[str, Any], default_id: str = "") -> Question:
+        """A question from a FlashRAG row, as published files hold them.
+
+        ``golden_answers`` may be a list or one value; numbers in it (years,
+        counts) become their text (``1984``, ``1984.0`` → ``"1984"``, ``2.5`` →
+        ``"2.5"``, ``true`` → ``"yes"``) and nulls and empty strings are dropped;
+        a row with no answer left raises
+        ``ValueError``. A row without an ``id`` (or with an empty one) takes
+        ``default_id``.
+        """
+        metadata = row.get("metadata")
+        metadata = dict(metadata) if isinstance(metadata, dict) else {}
         hops = tuple(tuple(str(part) for part in hop) for hop in metadata.pop("hops", ()))
-        answers = row["golden_answers"]
-        if isinstance(answers, str):
+        answers = row.get("golden_answers")
+        if not isinstance(answers, list):
             answers = [answers]
-        return cls(str(row["id"]), str(row["question"]), tuple(str(a) for a in answers), hops, metadata)
+        texts = tuple(text for text in (answer_text(a) for a in answers if a is not None) if text.strip())
+        if not texts:
+            raise ValueError(f"question {row.get('id', default_id)!r} has no golden answer: {answers!r}")
+        question = row.get("question")
+        if not isinstance(question, (str, int, float)) or not str(question).strip():
+            raise ValueError(f"question {row.get('id', default_id)!r} has no question text")
+        return cls(flashrag_id(row.get("id"), default_id), str(question), texts, hops, metadata)
+
+
+def answer_text(answer: Any) -> str:
+    """A golden answer as text: numbers as written, a float that is a whole number without its ".0"."""
+    if isinstance(answer, bool):
+        return "yes" if answer else "no"
+    if isinstance(answer, float) and answer.is_integer():
+        return str(int(answer))
+    return str(answer)
+
+
+def flashrag_id(raw_id: Any, default_id: str) -> str:
+    """A row's ``id`` as text; ``default_id`` when it has none (absent, null or empty)."""
+    if raw_id is None or raw_id == "":
+        return default_id
+    if isinstance(raw_id, float) and raw_id.is_integer():
+        return str(int(raw_id))
+    return str(raw_id)
 
 
 def write_questions(questions: Iterable[Question], path: str | Path) -> None:

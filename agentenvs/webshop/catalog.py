@@ -348,6 +348,11 @@ class GoalTasks(TaskSource[Goal]):
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
 
+    @property
+    def skipped(self) -> dict[str, int]:
+        """What building the catalog left out of its files, by reason (:mod:`agentenvs.webshop.official`)."""
+        return dict(self.catalog.meta.get("skipped", {}))
+
     def _range(self, split: str) -> tuple[int, int]:
         self.check_split(split)
         start, end = self.BOUNDS[split]
