@@ -12,7 +12,6 @@ what the env did with it, so the table shows behaviour, not intent.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +20,10 @@ import gymnasium as gym
 
 import agentenvs  # noqa: F401  (registers the ids)
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-START = "<!-- reading-table:start (scripts/reading_table.py --write) -->"
-END = "<!-- reading-table:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: readme_blocks
+from readme_blocks import Block, main  # noqa: E402
+
+BLOCK = Block("<!-- reading-table:start (scripts/reading_table.py --write) -->", "<!-- reading-table:end -->")
 
 
 @dataclass(frozen=True)
@@ -99,30 +99,8 @@ def reading_table() -> str:
 
 def readme_table(readme: str) -> str:
     """The table as README.md holds it now."""
-    start, end = readme.index(START) + len(START), readme.index(END)
-    return readme[start:end].strip("\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="replace the table in README.md")
-    mode.add_argument("--check", action="store_true", help="exit 1 when README.md differs")
-    args = parser.parse_args(argv)
-    table = reading_table()
-    if not (args.write or args.check):
-        print(table)
-        return 0
-    readme = README.read_text(encoding="utf-8")
-    if args.check:
-        if readme_table(readme) != table:
-            print("README.md's reading table differs from what the envs do; run --write", file=sys.stderr)
-            return 1
-        return 0
-    start, end = readme.index(START) + len(START), readme.index(END)
-    README.write_text(f"{readme[:start]}\n{table}\n{readme[end:]}", encoding="utf-8")
-    return 0
+    return BLOCK.read(readme)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(BLOCK, lambda _current: reading_table(), __doc__.splitlines()[0]))

@@ -457,3 +457,16 @@ def test_expert_success_on_500_mix_tasks():
     env = gym.make("agentenvs/BabyAI-v0", split="test").unwrapped
     solved = expert_successes(env, range(500))
     assert solved >= 475
+
+
+@pytest.mark.parametrize("level", ["PutNextS5N2Carrying", "PutNextS7N4Carrying"])
+def test_snapshot_of_a_level_that_starts_with_an_object_in_hand(level):
+    # these levels hand the agent an object at reset, outside the grid: the snapshot must name it too
+    env = gym.make(f"agentenvs/BabyAI-{level}-v0").unwrapped
+    env.reset(seed=3)
+    start = env.snapshot()
+    actions = ["drop", "turn left", "go forward", "pick up", "turn right", "go forward"]
+    played = [env.step(action)[1:4] + (env.state_key,) for action in actions]
+    env.restore(start)
+    assert env.world.carrying is not None
+    assert [env.step(action)[1:4] + (env.state_key,) for action in actions] == played

@@ -198,6 +198,21 @@ def test_mt_ppo_preset_turn_rewards():
     assert play(env, ["<answer>nobody</answer>"])[-1]["outcome"] == -1.0
 
 
+def test_mt_ppo_charges_an_invalid_turn_as_the_search_it_did_not_make():
+    env = make("nq", reward_preset="mt-ppo")  # 4 turns
+    env.reset(seed=4)
+    search = f"<think>a</think><search>{good_query(env)}</search>"
+    first, stall = play(env, [search, "no action here"])
+    assert first["reward"] == pytest.approx(0.3 + 0.1 - 0.1)
+    # format −0.2, a second search's penalty −0.2, invalid_action −0.01; nothing retrieved
+    assert stall["search_penalty"] == 2.0 and stall["reward"] == pytest.approx(-0.2 - 0.2 - 0.01)
+    assert stall["reward"] < -0.2 - 0.2  # what a malformed search finding nothing pays
+    env.reset(seed=4)
+    *_, last = play(env, ["x", "x", "x", "x"])
+    # the last turn ends the episode unanswered: outcome −1, as a last-turn search gets
+    assert last["outcome"] == -1.0 and last["reward"] == pytest.approx(-1.0 - 0.2 - 0.1 - 0.01)
+
+
 def test_mt_grpo_two_turn_id():
     env = gym.make("agentenvs/Search-TriviaQA-2Turn-v0", corpus_passages=SMALL).unwrapped
     env.reset(seed=2)

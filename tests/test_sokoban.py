@@ -366,17 +366,20 @@ def test_custom_weights_apply():
 def test_invalid_turn_applies_no_move():
     env = gym.make("agentenvs/Sokoban-v0")
     obs, info = env.reset(seed=11)
-    for response in (
-        "<action>up || jump</action>",
-        "<action>up || up || up || up</action>",
-        "<action>",
-        "go north",
+    for response, steps_charged in (
+        ("<action>up || jump</action>", 3),
+        ("<action>up || up || up || up</action>", 4),
+        ("<action>", 3),
+        ("go north", 3),
     ):
-        new_obs, _, terminated, truncated, new_info = env.step(response)
+        new_obs, reward, terminated, truncated, new_info = env.step(response)
         assert new_info["state_key"] == info["state_key"]
         assert new_info["transitions"] == []
-        assert new_info["reward_components"]["invalid_action"] == 1.0
-        assert new_info["reward_components"]["step_penalty"] == 0.0
+        components = new_info["reward_components"]
+        assert components["invalid_action"] == 1.0
+        # time passes (a full turn of steps, or every move named), and no format bonus
+        assert components["step_penalty"] == steps_charged and components["format"] == 0.0
+        assert reward == pytest.approx(-0.1 - 0.1 * steps_charged)
         assert new_obs.startswith("Invalid action")
         assert obs.split("\n\n")[-1] in new_obs  # same grid
         if terminated or truncated:

@@ -47,6 +47,12 @@ State key              every fact that can change (agent location, held object,
                        sliced/on states, opened receptacles, the "taken out of"
                        marks the text can show), the game's static facts and the
                        goal
+Known hacks            none under the default weights: ``progress`` is
+                       potential-based, so taking an object and putting it back
+                       nets 0; an inadmissible command pays −0.1, below every
+                       admissible one (0 besides progress); ``format`` is
+                       weighted 0 (at a positive weight it would pay every turn,
+                       up to 50 × the weight)
 =====================  =========================================================
 
 The obs key merges states that ALFWorld prints identically ("You arrive at

@@ -56,6 +56,12 @@ Privileged             level, seed, agent position and direction, positions
                        of the objects the mission names.
 Expert                 minigrid's ``BabyAIBot``, replanning every step
                        (:mod:`agentenvs.babyai.expert`).
+Known hacks            none under the default weights: ``progress`` is
+                       potential-based, so picking the object up and
+                       dropping it again nets 0; an invalid turn pays
+                       −0.1, below every action (0 besides progress,
+                       ``drop`` with empty hands included); ``format`` is
+                       weighted 0, as in BALROG and verl-agent
 =====================  ===================================================
 
 minigrid prints "Sampling rejected: ..." while it generates some levels; the
@@ -258,6 +264,8 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         self._initial_cells = list(cells)
         objects = [cell for cell in cells if cell is not None]
         objects += [cell.contains for cell in objects if cell.type == "box" and cell.contains is not None]
+        if self.world.carrying is not None:  # the PutNext*Carrying levels start with an object in hand
+            objects.append(self.world.carrying)
         self._objects = objects
         self._object_index = {id(obj): index for index, obj in enumerate(objects)}
         self._movable = [obj for obj in objects if obj.type in _CHANGING_TYPES]

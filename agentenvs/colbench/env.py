@@ -41,6 +41,12 @@ truncation         ``max_turns`` turns (default 10, ColBench's limit); the
 state key          the task's hidden spec (reference + test calls) + the set of
                    facts asked about + the answer state (open, or the score);
                    the dialogue's wording and the turn count are excluded
+Known hacks        none under the default weights: every turn before the answer
+                   pays 0, invalid (empty) ones too (a tie at 0: ColBench pays
+                   only the final score); ``information`` (weight 0) is
+                   potential-based, so asking the same thing twice earns
+                   nothing. What a policy can attack is the scorer: answers run
+                   in the sandbox, and the test calls stay hidden
 =================  =============================================================
 
 Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's

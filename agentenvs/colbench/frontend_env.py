@@ -30,6 +30,11 @@ termination        an answer was given
 truncation         ``max_turns`` turns (default 10)
 state key          the reference page + the set of facts asked about + the
                    last page shown + the answer state (open, or the similarity)
+Known hacks        none under the default weights: every turn before the answer
+                   pays 0, invalid (empty) ones too (a tie at 0: ColBench pays
+                   only the final similarity); ``information`` (weight 0) is
+                   potential-based. Showing no page scores 0 (ColBench's
+                   black-image fallback paid for showing nothing)
 =================  =============================================================
 
 Similarity (``score``): :func:`~agentenvs.colbench.render.page_similarity`

@@ -14,6 +14,10 @@ Turn flow:
    turn does not parse, the turn is *invalid*: no primitive is applied, the
    world state is unchanged, ``invalid_action`` = 1, and the observation says
    what was wrong and what is allowed.
+   Families that charge time on every turn add their charge to an invalid
+   turn too (``_invalid_turn_components``: Sokoban's step penalty, the
+   MT-PPO preset's search penalty), so an invalid turn never pays more than
+   a valid one.
 3. Otherwise the primitives are applied in order (``_apply``) until one ends
    the episode. Each returns its reward components; the env's potentials
    (``_potentials``) add potential-based components Φ(s') − Φ(s) per
@@ -30,8 +34,9 @@ Turn flow:
 ``max_turns``, ``state_key``, ``obs_key``, ``reward_components``,
 ``transitions`` (``state_key``, ``action``, ``reward``, ``next_state_key``
 per primitive; a transition's reward is the weighted sum of that primitive's
-components, so ``reward`` = Σ transition rewards + the turn-level
-``format``/``invalid_action`` terms), ``admissible_actions`` where the env
+components, so on a valid turn ``reward`` = Σ transition rewards + the
+turn-level ``format``/``invalid_action`` terms; an invalid turn has no
+transitions and its whole reward is turn-level), ``admissible_actions`` where the env
 can enumerate them, ``privileged`` where the env has hidden information, and
 at the episode's end ``success`` (bool) and ``score`` (float in [0, 1]; a
 family's own scale, such as WebShop's ×100 paper score, travels under its own
@@ -291,6 +296,16 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         """``obs_key`` of ``text`` (families that build an observation from cached parts may know it already)."""
         return text_key(text)
 
+    def _invalid_turn_components(self, parsed: ParsedResponse) -> Mapping[str, float]:
+        """Components an invalid turn pays besides ``invalid_action`` = 1, replacing the
+        values computed so far (default none: the format as read, every other one 0).
+
+        Families whose rules charge time on every turn (a step penalty, a
+        search penalty) charge it here too, so that an invalid turn never costs
+        less than a valid one.
+        """
+        return {}
+
     def _emit(self, text: str) -> Any:
         """The observation object for ``text`` (families with image modes override)."""
         return text
@@ -349,6 +364,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         if error is not None:
             if "invalid_action" in components:
                 components["invalid_action"] = 1.0
+            components.update(self._invalid_turn_components(parsed))
             text = self._invalid_observation(error)
         else:
             outcomes = []
@@ -443,6 +459,15 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
     @property
     def state_key(self) -> str:
         return self._state_key
+
+    @property
+    def potentials(self) -> dict[str, float]:
+        """Φ of each potential-based component in the current state (empty when the env has none).
+
+        A potential-based component pays Φ(s') − Φ(s) per primitive step, so
+        its sum over an episode is ``potentials`` at the end minus at reset.
+        """
+        return dict(self._potential_values)
 
     def _compute_state_key(self) -> str:
         return stable_digest(self._state_key_data())

@@ -51,9 +51,17 @@ reward             weighted sum of (unweighted values in ``reward_components``),
                    −2 malformed (× 0.1 = +0.1 / −0.2). Not potential-based: a
                    per-turn format reward pays for stalling. Weights 0 / 0 / 0.2 / 0.1
   search_penalty   searches so far, on a search turn (MT-PPO's −0.1 × searches
-                   so far). Weights 0 / 0 / 0 / −0.1
+                   so far); under mt-ppo an invalid turn is charged as the
+                   search it did not make (searches so far + 1) and, on the
+                   last turn, outcome −1, as a last-turn search is (ours: the
+                   paper names no invalid-turn rule; without it stalling
+                   would cost less than searching). Weights 0 / 0 / 0 / −0.1
   invalid_action   1 when no action could be read (state unchanged).
-                   Weights −0.01 (verl-agent's) / 0 / 0 / 0
+                   Weights −0.01 (verl-agent's) / 0 / −0.01 / −0.01: the
+                   paper presets that pay intermediate turns get verl-agent's
+                   penalty too (ours), so an invalid turn never ties a
+                   search that found nothing; search-r1 pays no intermediate
+                   turn, so there both pay 0
 termination        an answer
 truncation         ``max_turns`` turns (default 4, Search-R1's evaluation; note
                    that Search-R1 adds one answer-only generation after its
@@ -65,6 +73,24 @@ state key          question id (question and hidden answers) + the set of
                    pay next. Turns left is a counter and excluded; under the
                    search-r1 and mt-grpo presets the key also holds the
                    sequence-format state their final reward reads.
+Known hacks        agentenvs (default): none; ``retrieval`` is potential-based,
+                   so a good query repeated earns once, and an invalid turn pays
+                   −0.01, below every search (0 besides retrieval). search-r1:
+                   every turn before the answer pays 0, invalid ones too (a tie
+                   at 0: Search-R1 pays only the answer), and an invalid turn
+                   breaks the well-formed sequence the final score reads (0.8
+                   instead of 1, 0.1 instead of 0.2); retrieval is weighted 0.
+                   mt-grpo farms: each search whose passages hold a golden
+                   answer pays retrieval 0.5 + tool_execution 0.2, so repeating
+                   a good query pays 0.7 a turn; the counterweight is MT-GRPO's
+                   turn limit (``Search-TriviaQA-2Turn``: two turns, at most 1.4
+                   from two searches, below the 1.9 of a search and a correct
+                   answer); the paper has no search penalty, so with more turns
+                   the farm out-earns the answer. mt-ppo: the k-th identical
+                   good search pays 0.3 + 0.1 − 0.1 k; the search penalty is the
+                   counterweight (the fourth pays 0, and the last turn of an
+                   episode that only searches pays outcome −1); an invalid turn
+                   is charged as the search it did not make, and −0.01
 =================  =============================================================
 
 ``score`` is exact match (0/1); ``info["f1"]`` holds token F1 at the end.
@@ -116,9 +142,9 @@ PRESETS: dict[str, dict[str, float]] = {
     "search-r1": {"outcome": 1.0, "retrieval": 0.0, "tool_execution": 0.0, "format": 0.0,
                   "search_penalty": 0.0, "invalid_action": 0.0},
     "mt-grpo": {"outcome": 1.0, "retrieval": 0.5, "tool_execution": 0.2, "format": 0.2,
-                "search_penalty": 0.0, "invalid_action": 0.0},
+                "search_penalty": 0.0, "invalid_action": -0.01},
     "mt-ppo": {"outcome": 1.0, "retrieval": 0.3, "tool_execution": 0.0, "format": 0.1,
-               "search_penalty": -0.1, "invalid_action": 0.0},
+               "search_penalty": -0.1, "invalid_action": -0.01},
 }
 # Search-R1's qa_em_format scores (v0.3 scripts: structure 0.2, final 0.1, retrieval 0).
 SEARCH_R1_SCORES = {"score": 1.0, "structure_format": 0.2, "final_format": 0.1, "retrieval": 0.0}
@@ -402,6 +428,16 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             components["outcome"] = -1.0  # the last turn passed without an answer
         self._information = self._passages.information(hits)
         return StepOutcome(self._information[0], components)
+
+    def _invalid_turn_components(self, parsed: SearchParse) -> Mapping[str, float]:
+        if self.reward_preset != "mt-ppo":
+            return {}
+        # an invalid turn costs what the search it did not make would have cost, and on the last
+        # turn it ends the episode unanswered (-1), as a last-turn search does
+        charged = {"search_penalty": float(self._searches + 1)}
+        if self.turn + 1 >= self.max_turns:
+            charged["outcome"] = -1.0
+        return charged
 
     def _outcome(self) -> float:
         if self.reward_preset == "search-r1":

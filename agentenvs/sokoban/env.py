@@ -26,15 +26,35 @@ Reward components      unweighted values; reward = Σ weight · value
                        a box on and off cannot farm it.
   ``format``           1 when the response is well formed (one action block,
                        optional think block before it, nothing else, 1 to N
-                       moves). Weight 0.5. Not potential-based: it pays every
-                       turn, even for moves that go nowhere; the turn limit caps
-                       it at 0.5 · max_turns, far below the outcome's 10.
+                       moves) and every move in it is legal; 0 on an invalid
+                       turn, well formed or not (MT-PPO pays +0.5 for "correct
+                       state reasoning and structured output", and a turn
+                       naming no legal move is neither). Weight 0.5. Not
+                       potential-based: it pays every valid turn, even for
+                       moves that go nowhere; the turn limit caps it at 0.5 ·
+                       max_turns, far below the outcome's 10.
   ``step_penalty``     1 per primitive step, blocked steps included, after
-                       which the room is still unsolved (the solving step and
-                       the moves of an invalid turn, which are not applied, do
-                       not count). Weight −0.1.
+                       which the room is still unsolved (the solving step does
+                       not count). An invalid turn applies no move but time
+                       passes (MT-PPO charges −0.1 "every step the task
+                       remains incomplete"): it counts as many steps as the
+                       turn could carry, ``max_actions_per_turn``, or the
+                       number of moves it named when that is more. Weight −0.1.
   ``invalid_action``   1 for a turn whose moves could not all be read (no move
-                       is applied). Weight −0.1.
+                       is applied). Weight −0.1. An invalid turn thus pays
+                       −0.1 − 0.1 · max_actions_per_turn (−0.4 in
+                       ``Sokoban``, −0.2 in ``Sokoban-Verl``), below every
+                       valid turn that does not solve the room (at least
+                       0.5 − 0.3 = 0.2 well formed, −0.3 bare, box placement
+                       aside).
+Known hacks            none under the default weights. Format pays every
+                       valid turn (0.5), so a policy may take legal moves that
+                       go nowhere: the step penalty and the turn limit cap that
+                       at 0.2 a turn (0.4 in ``Sokoban-Verl``), far below the
+                       outcome's 10. Every invalid turn pays less than every
+                       valid one (format 0, a full turn of step penalty,
+                       invalid_action); box placement is potential-based, so
+                       pushing a box on and off a target nets 0.
 Termination            all boxes on targets.
 Truncation             ``max_turns`` turns (MT-PPO setting: 3 turns × 3 moves;
                        ``Sokoban-Verl``: 15 turns × 1 move).
@@ -48,6 +68,15 @@ Tasks                  generated (see :mod:`agentenvs.sokoban.generator`): by
                        budget ``max_turns × max_actions_per_turn``, so every
                        task can be solved within the turn limit.
 =====================  ===========================================================
+
+Invalid turns changed in this release: they used to pay format 0.5 − 0.1
+invalid_action = +0.4, as much as a legal move in ``Sokoban-Verl`` and more
+than a full turn of three moves (0.2) in ``Sokoban``; success, score and the
+rewards of valid turns are unchanged, so the ids keep their version. RAGEN's
+Sokoban env (``ragen/env/sokoban/env.py``) takes integer moves and charges
+gym-sokoban's −0.1 on each step it executes, blocked ones included; reading
+the text is left to its agent loop, so the rule for unreadable turns here
+follows MT-PPO's text.
 """
 
 from __future__ import annotations
@@ -62,6 +91,7 @@ from agentenvs.core import (
     ActionProtocol,
     AgentEnv,
     InvalidAction,
+    ParsedResponse,
     StepOutcome,
     TaskSource,
     observation_text_space,
@@ -232,6 +262,11 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         solved = is_solved(room, self._boxes)
         components = {"outcome": 1.0 if solved else 0.0, "step_penalty": 0.0 if solved else 1.0}
         return StepOutcome(components=components, terminated=solved)
+
+    def _invalid_turn_components(self, parsed: ParsedResponse) -> Mapping[str, float]:
+        # time passes on an invalid turn: a full turn of steps, and no format bonus
+        steps = max(self.max_actions_per_turn, len(parsed.actions))
+        return {"format": 0.0, "step_penalty": float(steps)}
 
     def _potentials(self) -> Mapping[str, float]:
         return {"box_placement": float(boxes_on_targets(self._task.room, self._boxes))}

@@ -47,6 +47,12 @@ truncation         ``max_turns`` turns (default 40, ADaPT's step limit)
 state key          goal + inventory as a multiset (item → count) + identity of
                    the listed commands (their set; the listing order and the
                    inventory's display order are excluded)
+Known hacks        none under the default weights: ``progress`` is
+                   potential-based, so fetching and crafting cannot farm it (it
+                   sums to Φ(end) − Φ(start) ≤ 1); a failed or unreadable
+                   command pays −0.1, below every command that runs (0 besides
+                   progress); ``format`` is weighted 0 (above 0.025, forty
+                   ``inventory`` turns would out-earn the outcome)
 =================  =============================================================
 
 Splits (``split=``): ``train`` / ``valid`` / ``test`` (ours, disjoint, every

@@ -61,6 +61,13 @@ Termination        ``buy now`` (reward computed, ``score`` = the reward in
 State key          the catalog, the task (goal) and the whole session:
                    page, keywords, results page, open product, selected
                    options (sorted), sub-page and visited products.
+Known hacks        none under the default weights: valid and invalid turns
+                   before ``buy now`` all pay 0 (a tie at 0: WebShop pays
+                   nothing before the purchase), so stalling earns nothing
+                   and only buying pays; ``progress`` (weight 0) is
+                   potential-based, so selecting an option and undoing it
+                   nets 0; a positive ``format`` weight would pay well-formed
+                   filler turns, up to 15 × the weight
 =================  ==========================================================
 """
 
