@@ -10,6 +10,8 @@
     agentenvs check-data ID DATA_DIR [--episodes 10] [--env-kwarg KEY=VALUE ...]
     agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
                    [--panel test] [--out DIR] [--concurrency 8] [--model-size 7B]
+                   [--max-tokens N] [--temperature 0] [--top-p 1] [--seed S] [--history-window K]
+                   [--max-model-len N]
 
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
 and prints one summary row per pair. ``all`` selects every main id (variants
@@ -519,9 +521,10 @@ def _print_data_report(report: Any) -> None:
 
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    from agentenvs.agents.bundle import BundleError
-    from agentenvs.agents.evaluate import run_eval
+    from agentenvs.agents.bundle import FEW_EPISODES, BundleError
+    from agentenvs.agents.evaluate import GenerationSettings, run_eval
     from agentenvs.agents.panel import panel_spec
+    from agentenvs.core.chat import ChatError
 
     env_ids: list[str] = []
     for name in args.env_ids:
@@ -538,6 +541,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError(f"{env_id} {reason}")
     try:
         spec = panel_spec(args.panel)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        settings = GenerationSettings(
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            seed=args.seed,
+            history_window=args.history_window,
+            max_model_len=args.max_model_len,
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     backend, endpoint = _chat_backend(args)
@@ -561,11 +575,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 model_size=args.model_size,
                 endpoint=endpoint,
                 concurrency=args.concurrency,
-                history_window=args.history_window,
+                settings=settings,
                 on_start=lambda pending: progress.update(task, total=pending),
                 on_episode=advance,
             )
-        except BundleError as exc:
+        except (BundleError, ChatError) as exc:
             raise UsageError(str(exc)) from None
     print(
         f"{report.played} episodes played, {report.skipped} already in {out}, {len(report.crashed)} crashed; "
@@ -581,7 +595,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _note(notes, "rerun the same command to play the crashed episodes again", "red")
         return 1
     table = Table(title=f"agentenvs eval {args.model} (panel {spec.name})", title_justify="left")
-    for header in ("env", "episodes", "success [95% CI]", "score [95% CI]", "turns", "tokens in/out"):
+    headers = ("env", "episodes", "success [95% Wilson]", "score [95% bootstrap]", "turns", "tokens in/out")
+    for header in (*headers, "context overflows"):
         table.add_column(header, justify="left" if header == "env" else "right", no_wrap=True)
     for env_id, entry in report.summary["envs"].items():
         success, score = entry["success"], entry["score"]
@@ -592,8 +607,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"{score['mean']:.3f} [{score['low']:.3f}, {score['high']:.3f}]",
             f"{entry['turns']:.2f}",
             f"{entry['prompt_tokens']}/{entry['completion_tokens']}",
+            str(entry["context_overflows"]),
         )
     Console(width=200).print(table)
+    few = [env_id for env_id, entry in report.summary["envs"].items() if entry["episodes"] < FEW_EPISODES]
+    if few:
+        print(
+            f"fewer than {FEW_EPISODES} episodes for {', '.join(few)}: "
+            "the intervals are wide and rankings on them are tentative"
+        )
     print(f"bundle: {out}")
     return 0
 
@@ -605,9 +627,7 @@ def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
     if args.local_model is not None:
         from agentenvs.agents.local import TransformersChat
 
-        return TransformersChat.from_pretrained(
-            args.local_model, max_tokens=args.max_tokens or 256
-        ), "transformers"
+        return TransformersChat.from_pretrained(args.local_model), "transformers"
     from agentenvs.core.chat import ChatClient
 
     api_key = None
@@ -619,8 +639,6 @@ def _chat_backend(args: argparse.Namespace) -> tuple[Any, str]:
         args.base_url,
         args.model,
         api_key=api_key,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
         timeout_s=args.timeout_s,
         max_retries=args.max_retries,
     )
@@ -699,8 +717,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--history-window", type=int, help="past turns shown besides the first (default all)"
     )
     evaluate.add_argument("--model-size", default="", help="parameter count shown on the board, e.g. 7B")
-    evaluate.add_argument("--temperature", type=float, default=0.0)
-    evaluate.add_argument("--max-tokens", type=int, help="tokens per response")
+    evaluate.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
+    evaluate.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default 1)")
+    evaluate.add_argument("--seed", type=int, help="sampling seed sent with every request (default none)")
+    evaluate.add_argument(
+        "--max-tokens", type=int, help="tokens per response for every env (default: each env's paper setting)"
+    )
+    evaluate.add_argument(
+        "--max-model-len",
+        type=int,
+        help="the model's context in tokens (default: what the server's /v1/models reports)",
+    )
     evaluate.add_argument("--timeout-s", type=float, default=60.0, help="per request (default 60)")
     evaluate.add_argument("--max-retries", type=int, default=3, help="per request (default 3)")
     return parser

@@ -78,3 +78,35 @@ def random_causal_lm(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return LlamaForCausalLM(config)
+
+
+# role-tagged turns, the assistant's header appended when a reply is wanted
+# (vLLM's chat endpoint needs a template)
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def save_chat_model(
+    folder: str, texts: Sequence[str], *, vocab_size: int = 600, max_positions: int = 4096
+) -> int:
+    """Save a random chat model that vLLM and transformers both serve; its parameter count.
+
+    The tokenizer is :func:`bpe_tokenizer` over ``texts`` with
+    :data:`CHAT_TEMPLATE`; the model has two heads of 64 dimensions (a head
+    size vLLM's CPU attention supports) and ``max_positions`` positions.
+    """
+    tokenizer = bpe_tokenizer(texts, vocab_size=vocab_size)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    model = random_causal_lm(
+        len(tokenizer),
+        hidden_size=128,
+        num_heads=2,
+        max_positions=max_positions,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return sum(parameter.numel() for parameter in model.parameters())

@@ -1,8 +1,8 @@
 """The board's HTML: the same pages served by the app and written by ``leaderboard export``.
 
 The board ranks a submission only against submissions of the same
-:func:`ranking_group` (the panel and the env set): one table per group, one
-column per env family (a family's score is the mean of its envs', see
+:func:`ranking_group` (the panel, the env set and the generation settings):
+one table per group, one column per env family (a family's score is the mean of its envs', see
 :func:`leaderboard.verify.family_summaries`), and the numbers the papers
 report in a table of their own, marked as reported and never ranked.
 Filters (model size, kind, panel) are radio buttons that hide rows with CSS
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
@@ -152,13 +153,15 @@ def _interval_cell(interval: Mapping[str, float] | None, as_percent: bool, best:
     )
 
 
-def ranking_group(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """What a row is ranked against: rows of the same panel over the same env ids.
+def ranking_group(row: Mapping[str, Any]) -> tuple[str, tuple[str, ...], str]:
+    """What a row is ranked against: rows of the same panel over the same env ids and settings.
 
     Scores of other panels or env sets are not comparable (a mean over one
-    easy env beats a mean over sixteen), so each group is its own table.
+    easy env beats a mean over sixteen), nor are scores under other
+    generation settings (reply budgets, context, sampling: ``settings_digest``),
+    so each group is its own table.
     """
-    return (row["panel"], tuple(sorted(row["summary"]["envs"])))
+    return (row["panel"], tuple(sorted(row["summary"]["envs"])), row["metadata"]["settings_digest"])
 
 
 def _rank_key(row: Mapping[str, Any]) -> tuple[float, float, int]:
@@ -229,6 +232,7 @@ def _group_table(panel: str, env_ids: Sequence[str], rows: Sequence[Mapping[str,
             f"{''.join(cells)}</tr>"
         )
     envs = ", ".join(_short(env_id) for env_id in env_ids)
+    envs += f" · settings {json.dumps(rows[0]['metadata']['settings'], sort_keys=True)}"
     return (
         f'<section data-panel="{escape(panel)}"><h2>Panel {escape(panel)} · '
         f"{_counted(len(families), 'family', 'families')}, {_counted(len(env_ids), 'env', 'envs')}</h2>"
@@ -275,17 +279,18 @@ def _filters() -> str:
 
 def board_page(rows: Sequence[dict[str, Any]], link: Link, submit_link: str) -> str:
     """The board: per ranking group a ranked table of verified rows, then the papers' reported numbers."""
-    groups: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, tuple[str, ...], str], list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(ranking_group(row), []).append(row)
     panel_order = list(PANELS)
-    ordered = sorted(groups, key=lambda key: (panel_order.index(key[0]), -len(key[1]), key[1]))
-    tables = [_group_table(panel, env_ids, groups[(panel, env_ids)], link) for panel, env_ids in ordered]
+    ordered = sorted(groups, key=lambda key: (panel_order.index(key[0]), -len(key[1]), key[1], key[2]))
+    tables = [_group_table(key[0], key[1], groups[key], link) for key in ordered]
     intro = (
         "<h1>agentenvs leaderboard</h1><p>Every ranked row was re-checked by replay: each submitted episode "
         "was re-run in the environments with its recorded responses and reproduced its rewards, success and "
         "score; summaries are recomputed. Rows are ranked by overall score only against rows of the same "
-        "panel and env set. Means with 95% bootstrap intervals below them; overall = unweighted mean over "
+        "panel, env set and generation settings. Means with 95% intervals below them (Wilson for success, "
+        "bootstrap for scores); overall = unweighted mean over "
         "the envs, a family = the mean over its envs. Dates are when the board received the submission. "
         f'Click a header to sort. <a href="{escape(submit_link)}">How to submit</a>.</p>'
     )
@@ -343,6 +348,7 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
         ("submitted by", "the board (scripted baseline)" if baseline else f"an upload token (#{row['id']})"),
         ("panel", f"{row['panel']} ({meta['panel_digest']})"),
         ("package version", f"{meta['package_version']} (checked: the panel digests are this board's)"),
+        ("settings", f"{json.dumps(meta['settings'], sort_keys=True)} ({meta['settings_digest']})"),
         ("evaluated", f"{row['created']} (claimed by the submitter, not checked)"),
         ("received", f"{row['received']} (the board's clock)"),
         ("status", row["status"]),

@@ -13,6 +13,7 @@ from typing import Any
 
 from agentenvs.agents import AgentUnavailable, play_episode
 from agentenvs.agents.bundle import submission_metadata, summarize
+from agentenvs.agents.evaluate import GenerationSettings, recorded_settings
 from agentenvs.agents.panel import PanelSpec, env_panel, make_panel_env
 
 SCRIPTED_AGENTS = ("random", "expert")
@@ -49,5 +50,9 @@ def scripted_document(env_ids: Sequence[str], agent: str, spec: PanelSpec) -> di
             env.close()
         episodes.extend(lines)
         env_digests[env_id] = panel.digest
-    metadata = submission_metadata(spec, env_digests, model=agent, model_size="", endpoint="scripted")
+    # a scripted agent is asked for no tokens: the default settings, no context
+    settings = recorded_settings(GenerationSettings(), list(env_digests), backend=None)
+    metadata = submission_metadata(
+        spec, env_digests, model=agent, model_size="", endpoint="scripted", settings=settings
+    )
     return {"metadata": metadata, "summary": summarize(episodes), "episodes": episodes}

@@ -13,7 +13,9 @@ Checks, in order (all problems are collected, up to :data:`MAX_PROBLEMS`):
 4. replay: each episode is reset from its task id and seed and stepped with
    its recorded responses; each turn's reward, obs key and state key, the
    turn count, component sums, return, success and score must equal the
-   record's (an edited response changes them);
+   record's (an edited response changes them); an episode recorded as ended
+   by ``context_overflow`` must still be running after its turns, and counts
+   as a failure with score 0;
 5. the summary is recomputed from the episodes and must equal the submitted
    one (never trusted; the stored numbers are the recomputed ones); the
    per-family summaries the board ranks by (:func:`family_summaries`) are
@@ -39,6 +41,7 @@ from typing import Any
 import agentenvs
 from agentenvs.agents.bundle import BundleError, summarize, summary_differences, validate
 from agentenvs.agents.panel import PANELS, PanelSpec, env_panel, panel_digest
+from agentenvs.core.keys import stable_digest
 from agentenvs.core.prompting import observation_text
 from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
@@ -87,6 +90,9 @@ def verify_submission(
         verdict.add(f"schema: {exc}")
         return verdict
     metadata, episodes = document["metadata"], document["episodes"]
+    if stable_digest(metadata["settings"]) != metadata["settings_digest"]:
+        verdict.add("the settings digest does not match the settings")
+        return verdict
     spec = panels.get(metadata["panel"])
     if spec is None:
         verdict.add(f"unknown panel {metadata['panel']!r}")
@@ -244,7 +250,8 @@ def _replay_chunk(
     turn = 0
     running = {slot for slot, replay in replays.items() if replay.record["responses"]}
     for slot in set(replays) - running:
-        replays[slot].error = "the record has no turns"
+        if not _overflowed(replays[slot].record):
+            replays[slot].error = "the record has no turns"
     while running:
         responses = {slot: replays[slot].record["responses"][turn] for slot in sorted(running)}
         for slot, result in backend.step(responses).items():
@@ -285,7 +292,12 @@ def _differences(replay: _Replay) -> list[str]:
         return [replay.error]
     record = replay.record
     problems = []
-    if replay.final is None:
+    if _overflowed(record):
+        if replay.final is not None:
+            problems.append("the env ended the episode; the record says the context overflowed")
+        if record["success"] or record["score"] != 0:
+            problems.append("an episode ended by context overflow must fail with score 0")
+    elif replay.final is None:
         problems.append(f"the episode had not ended after the record's {len(record['responses'])} turns")
     elif len(replay.rewards) != len(record["responses"]):
         problems.append(
@@ -317,6 +329,10 @@ def _differences(replay: _Replay) -> list[str]:
         if not _same(record["score"], replay.final["score"]):
             problems.append(f"score {record['score']!r}, replayed {replay.final['score']!r}")
     return problems
+
+
+def _overflowed(record: Mapping[str, Any]) -> bool:
+    return record.get("end_reason") == "context_overflow"
 
 
 def _same(actual: Any, claimed: Any) -> bool:

@@ -40,7 +40,7 @@ class ScriptedChat:
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
 
-    def complete(self, messages):
+    def complete(self, messages, **request):
         with self.lock:
             self.calls += 1
             self.in_flight += 1
@@ -186,10 +186,10 @@ def test_eval_command_runs_resumes_and_prints_the_summary(tmp_path, capsys):
 
 def test_an_interrupted_eval_stops_starting_episodes_and_resumes(tmp_path):
     class Interrupting(ScriptedChat):
-        def complete(self, messages):
+        def complete(self, messages, **request):
             if self.calls == 4:
                 raise KeyboardInterrupt
-            return super().complete(messages)
+            return super().complete(messages, **request)
 
     interrupting = Interrupting()
     with pytest.raises(KeyboardInterrupt):

@@ -201,7 +201,7 @@ def test_hostile_responses_replay_and_render_inert(tmp_path):
     from agentenvs.core.chat import ChatReply
 
     class Hostile:
-        def complete(self, messages):
+        def complete(self, messages, **request):
             return ChatReply("<script>alert(1)</script></pre><action>left</action>", "stop", 1, 1, 1)
 
     run_eval(ENV_IDS[:1], Hostile(), tmp_path, spec=PANELS["smoke"], model="m", concurrency=1)

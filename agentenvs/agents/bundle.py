@@ -7,14 +7,20 @@ A bundle is a folder of three files (and, for upload, one JSON document
     one line per finished episode (:data:`EPISODE_SCHEMA`): what replay needs
     (env id, split, task id, seed, every raw response) and what it must
     reproduce (per-turn rewards, obs and state keys, success, score), plus
-    usage (prompt/completion tokens, seconds in the model and in the env).
+    usage (prompt/completion tokens, seconds in the model and in the env), and
+    ``end_reason``: ``terminated``, ``truncated`` or ``context_overflow`` (the
+    prompt no longer fit the model's context: a failure, score 0).
 ``summary.json``
-    per env: episodes, success and score means with 95% bootstrap intervals,
-    mean turns, token totals; ``overall``: the unweighted mean over envs
-    (:func:`summarize`). Written once every panel episode has finished.
+    per env: episodes, success (95% Wilson interval) and score (95% bootstrap
+    interval), mean turns, token totals, context overflows; ``overall``: the
+    unweighted mean over envs (:func:`summarize`). Written once every panel
+    episode has finished.
 ``metadata.json``
-    model, size, endpoint kind, package version, panel name and digests
-    (:data:`METADATA_SCHEMA`).
+    model, size, endpoint kind, package version, panel name and digests, and
+    the generation settings (``settings``: temperature, top_p, seed, history
+    window, context length, how tokens were counted, each env's max_tokens
+    and stop strings) with their digest ``settings_digest``: submissions rank
+    together only when it is equal (:data:`METADATA_SCHEMA`).
 
 Every read validates against the JSON schema (draft-07, :func:`validate`);
 the schema is part of the public format (``SUBMISSION_SCHEMA``). Beyond the
@@ -49,10 +55,14 @@ from packaging.version import InvalidVersion, Version
 
 import agentenvs
 from agentenvs.agents.panel import PanelSpec, panel_digest
+from agentenvs.core.keys import stable_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
+WILSON_Z = 1.959963984540054  # the standard normal's 97.5% quantile: a 95% interval
+FEW_EPISODES = 30  # below this many episodes per env, intervals are wide; the eval table says so
+END_REASONS = ("terminated", "truncated", "context_overflow")
 
 # the largest integer an IEEE double (a JSON reader's number) holds exactly; SQLite's INTEGER holds it too
 MAX_INTEGER = 2**53 - 1
@@ -107,6 +117,7 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "completion_tokens": _count,
         "model_s": {"type": "number", "minimum": 0},
         "env_s": {"type": "number", "minimum": 0},
+        "end_reason": {"enum": list(END_REASONS)},
     },
 }
 _interval = {
@@ -133,6 +144,7 @@ SUMMARY_SCHEMA: dict[str, Any] = {
                     "turns": _number,
                     "prompt_tokens": _count,
                     "completion_tokens": _count,
+                    "context_overflows": _count,
                 },
             },
         },
@@ -155,6 +167,8 @@ METADATA_SCHEMA: dict[str, Any] = {
         "panel",
         "panel_digest",
         "env_digests",
+        "settings",
+        "settings_digest",
         "created",
     ],
     "additionalProperties": False,
@@ -171,6 +185,39 @@ METADATA_SCHEMA: dict[str, Any] = {
             "minProperties": 1,
             "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
         },
+        "settings": {
+            "type": "object",
+            "required": [
+                "temperature", "top_p", "seed", "history_window", "context_length", "token_count", "envs",
+            ],
+            "additionalProperties": False,
+            "properties": {
+                "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+                "top_p": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "seed": {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_INTEGER},
+                "history_window": {"type": ["integer", "null"], "minimum": 0, "maximum": 10**6},
+                "context_length": {"type": ["integer", "null"], "minimum": 1, "maximum": 10**9},
+                "token_count": {"enum": ["server", "estimate", "none"]},
+                "envs": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["max_tokens", "stop"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "max_tokens": {"type": "integer", "minimum": 1, "maximum": 10**9},
+                            "stop": {
+                                "type": "array",
+                                "maxItems": 8,
+                                "items": {"type": "string", "minLength": 1, "maxLength": 64},
+                            },
+                        },
+                    },
+                },
+            },
+        },  # fmt: skip
+        "settings_digest": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
         "created": {"type": "string", "format": "date-time", "pattern": TIMESTAMP_PATTERN},
     },
 }
@@ -276,10 +323,18 @@ def _value_problems(schema: Mapping[str, Any], data: Any, path: str) -> Iterator
 
 
 def submission_metadata(
-    spec: PanelSpec, env_digests: Mapping[str, str], *, model: str, model_size: str, endpoint: str
+    spec: PanelSpec,
+    env_digests: Mapping[str, str],
+    *,
+    model: str,
+    model_size: str,
+    endpoint: str,
+    settings: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The metadata of a submission on ``spec`` over the envs of ``env_digests`` (created now)."""
     return {
+        "settings": dict(settings),
+        "settings_digest": stable_digest(dict(settings)),
         "schema": SCHEMA_VERSION,
         "model": model,
         "model_size": model_size,
@@ -301,44 +356,70 @@ def bootstrap_interval(values: Sequence[float], rng: np.random.Generator) -> tup
     return float(low), float(high), means
 
 
+def wilson_interval(successes: float, trials: int) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate.
+
+    With p = successes / n and z = :data:`WILSON_Z`:
+    (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n). Unlike a bootstrap,
+    it stays wide when every episode fails or succeeds (0/3 gives [0, 0.56]).
+    """
+    if trials < 1:
+        return 0.0, 0.0
+    p, z2 = successes / trials, WILSON_Z**2
+    centre = p + z2 / (2 * trials)
+    spread = WILSON_Z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2))
+    scale = 1 + z2 / trials
+    low = 0.0 if successes <= 0 else (centre - spread) / scale
+    high = 1.0 if successes >= trials else (centre + spread) / scale
+    return low, high
+
+
 def _interval(mean: float, low: float, high: float) -> dict[str, float]:
     return {"mean": float(mean), "low": low, "high": high}
 
 
 def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-env and overall success and score with 95% bootstrap intervals.
+    """Per-env and overall success (Wilson intervals) and score (bootstrap intervals), 95%.
 
-    Deterministic: envs in sorted order, each env's episodes by (seed, task
-    id), one generator seeded with :data:`BOOTSTRAP_SEED`, so the same
-    episodes give the same summary anywhere, in any order. The overall interval resamples each env independently and
-    averages the resampled env means.
+    Success: :func:`wilson_interval` of each env's successes; overall, of the
+    unweighted mean rate over envs taken as a rate over all episodes. Score:
+    percentile bootstrap of the mean; the overall interval resamples each env
+    independently and averages the resampled env means. Deterministic: envs
+    in sorted order, each env's episodes by (seed, task id), one generator
+    seeded with :data:`BOOTSTRAP_SEED`, so the same episodes give the same
+    summary anywhere, in any order.
     """
     by_env: dict[str, list[Mapping[str, Any]]] = {}
     for episode in episodes:
         by_env.setdefault(episode["env_id"], []).append(episode)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     envs: dict[str, Any] = {}
-    resampled: dict[str, list[np.ndarray]] = {"success": [], "score": []}
+    resampled_scores: list[np.ndarray] = []
     for env_id in sorted(by_env):
         rows = sorted(by_env[env_id], key=lambda row: (row["seed"], row["task_id"]))
-        entry: dict[str, Any] = {"episodes": len(rows)}
-        for metric in ("success", "score"):
-            values = [float(row[metric]) for row in rows]
-            low, high, means = bootstrap_interval(values, rng)
-            entry[metric] = _interval(np.mean(values), low, high)
-            resampled[metric].append(means)
-        entry["turns"] = float(np.mean([row["turns"] for row in rows]))
-        entry["prompt_tokens"] = int(sum(row["prompt_tokens"] for row in rows))
-        entry["completion_tokens"] = int(sum(row["completion_tokens"] for row in rows))
-        envs[env_id] = entry
+        successes = sum(bool(row["success"]) for row in rows)
+        scores = [float(row["score"]) for row in rows]
+        low, high, means = bootstrap_interval(scores, rng)
+        resampled_scores.append(means)
+        envs[env_id] = {
+            "episodes": len(rows),
+            "success": _interval(successes / len(rows), *wilson_interval(successes, len(rows))),
+            "score": _interval(np.mean(scores), low, high),
+            "turns": float(np.mean([row["turns"] for row in rows])),
+            "prompt_tokens": int(sum(row["prompt_tokens"] for row in rows)),
+            "completion_tokens": int(sum(row["completion_tokens"] for row in rows)),
+            "context_overflows": sum(row.get("end_reason") == "context_overflow" for row in rows),
+        }
     overall: dict[str, Any] = {"envs": len(envs)}
-    for metric in ("success", "score"):
-        mean = float(np.mean([entry[metric]["mean"] for entry in envs.values()])) if envs else 0.0
-        if envs:
-            low, high = np.percentile(np.mean(resampled[metric], axis=0), [2.5, 97.5])
-        else:
-            low = high = 0.0
-        overall[metric] = _interval(mean, float(low), float(high))
+    total = sum(entry["episodes"] for entry in envs.values())
+    success = float(np.mean([entry["success"]["mean"] for entry in envs.values()])) if envs else 0.0
+    overall["success"] = _interval(success, *wilson_interval(success * total, total))
+    score = float(np.mean([entry["score"]["mean"] for entry in envs.values()])) if envs else 0.0
+    if envs:
+        low, high = np.percentile(np.mean(resampled_scores, axis=0), [2.5, 97.5])
+    else:
+        low = high = 0.0
+    overall["score"] = _interval(score, float(low), float(high))
     return {"envs": envs, "overall": overall}
 
 

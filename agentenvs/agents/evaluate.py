@@ -1,10 +1,37 @@
 """Evaluate a chat model on a panel: ``agentenvs eval`` writes a submission bundle.
 
-The model is any *chat backend*: an object with ``complete(messages) ->
-reply`` where the reply carries ``text``, ``prompt_tokens`` and
+The model is any *chat backend*: an object with ``complete(messages,
+**request) -> reply`` where the reply carries ``text``, ``prompt_tokens`` and
 ``completion_tokens`` — :class:`agentenvs.core.chat.ChatClient` for an
 OpenAI-compatible endpoint (it owns retries, backoff and timeouts) or
-:class:`agentenvs.agents.local.TransformersChat` for a local model.
+:class:`agentenvs.agents.local.TransformersChat` for a local model. Backends
+that can also say ``context_length()`` and ``count_prompt_tokens(messages)``
+(both of those do) get their prompts fitted to the model's context.
+
+Settings (:class:`GenerationSettings`): each request asks for the env's
+``reply_max_tokens`` (its paper's setting, the ``max_tokens`` row of its
+table; ``--max-tokens`` overrides it for every env) and stops at the env's
+``reply_stop`` strings; temperature, top_p and seed are sent as given. Every
+setting, the context length and how tokens were counted are recorded in the
+bundle's metadata (``settings``, covered by ``settings_digest``), and a
+resume with other settings is refused.
+
+Context policy (:class:`PromptFitter`, the one place it is decided): a
+prompt may use ``context_length − reserve`` tokens, where ``reserve =
+min(max_tokens, context_length // 2)`` is kept for the reply, and each
+request asks for ``min(max_tokens, context_length − prompt tokens)``. A
+prompt over its budget loses its oldest turns first, one at a time; the
+system message, the first turn (it states the task) and the current
+observation are always kept. When even that does not fit, or the server
+refuses the prompt as too long, the episode ends there as a scored failure
+(``end_reason`` ``context_overflow``, success False, score 0), which the
+summary counts per env and a rerun reproduces (it is never a crash).
+
+Stop strings: servers drop the stop string from the reply; it is put back
+(vLLM names it in ``stop_reason``; where a server does not, a reply that
+stopped inside an opened ``<tag>`` whose ``</tag>`` is a stop string gets
+it back), then the reply is cut after its first stop string, so a server
+that ignores ``stop`` gives the same text.
 
 Concurrency: a thread pool of ``concurrency`` workers, each playing whole
 episodes, so at most that many requests are in flight. Threads fit because
@@ -13,19 +40,21 @@ the endpoint; env steps are short and each episode holds its own env (one
 pool of env copies per env id, one copy per worker at most).
 
 Resume: each finished episode is appended to ``episodes.jsonl`` and flushed;
-a rerun with the same model and panel skips the episodes already there. An
-episode whose model calls fail after the client's retries is *crashed*: it is
-not written (a rerun plays it again), it is counted and reported with its
-error, and the summary is only written once every panel episode has finished.
+a rerun with the same model, panel and settings skips the episodes already
+there. An episode whose model calls fail after the client's retries is
+*crashed*: it is not written (a rerun plays it again), it is counted and
+reported with its error, and the summary is only written once every panel
+episode has finished.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,11 +75,52 @@ from agentenvs.agents.bundle import (
     write_json,
 )
 from agentenvs.agents.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
+from agentenvs.core.chat import ChatError, ContextLengthError
 from agentenvs.core.prompting import Turn, chat_messages, observation_text
+
+CONTEXT_OVERFLOW = "context_overflow"
+# where a backend cannot count tokens: UTF-8 bytes of the contents plus this much per message for the
+# chat template (a byte-level BPE token covers at least one byte, so bytes rarely undercount)
+TEMPLATE_TOKENS_PER_MESSAGE = 16
 
 
 class ChatBackend(Protocol):
-    def complete(self, messages: list[dict[str, str]]) -> Any: ...
+    def complete(self, messages: list[dict[str, str]], **request: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How replies are asked for and prompts are built (recorded in the bundle).
+
+    ``max_tokens`` None: each env's ``reply_max_tokens``. ``max_model_len``
+    None: the backend's ``context_length()``, if it has one.
+    ``history_window``: past turns shown besides the first (None: all).
+    """
+
+    max_tokens: int | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    history_window: int | None = None
+    max_model_len: int | None = None
+
+    def __post_init__(self) -> None:
+        # the bounds of the bundle's settings schema, checked here so a bad flag fails before any request
+        for name, low, high in (
+            ("max_tokens", 1, 10**9),
+            ("max_model_len", 1, 10**9),
+            ("seed", 0, 2**53 - 1),  # what a JSON reader holds exactly (the bundle's MAX_INTEGER)
+            ("history_window", 0, 10**6),
+        ):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            ):
+                raise ValueError(f"{name} must be an integer in [{low}, {high}] or None, got {value!r}")
+        if not 0.0 <= self.temperature <= 2.0 or not 0.0 < self.top_p <= 1.0:
+            raise ValueError(
+                f"temperature must be in [0, 2] and top_p in (0, 1], got {self.temperature}, {self.top_p}"
+            )
 
 
 @dataclass
@@ -65,6 +135,130 @@ class EvalReport:
     summary: dict[str, Any] | None = None
 
 
+def recorded_settings(
+    settings: GenerationSettings, env_ids: Sequence[str], backend: ChatBackend
+) -> dict[str, Any]:
+    """The ``settings`` of the bundle's metadata: what every request and prompt of this run used."""
+    context_length = settings.max_model_len
+    if context_length is None and hasattr(backend, "context_length"):
+        context_length = backend.context_length()
+    envs = {}
+    for env_id in env_ids:
+        env_class = _env_class(gym.spec(env_id).entry_point)
+        envs[env_id] = {
+            "max_tokens": settings.max_tokens or env_class.reply_max_tokens,
+            "stop": list(env_class.reply_stop),
+        }
+    counts = "none"
+    if context_length is not None:
+        # "server" only when the backend answers a count (a ChatClient's server may have no /tokenize)
+        counter = getattr(backend, "count_prompt_tokens", None)
+        probe = [{"role": "user", "content": "x"}]
+        counts = "server" if counter is not None and counter(probe) is not None else "estimate"
+    return {
+        "temperature": float(settings.temperature),
+        "top_p": float(settings.top_p),
+        "seed": settings.seed,
+        "history_window": settings.history_window,
+        "context_length": context_length,
+        "token_count": counts,
+        "envs": envs,
+    }
+
+
+def _env_class(entry_point: Any) -> Any:
+    """The env class a registry entry point names (``"module:Class"`` or the class itself)."""
+    if not isinstance(entry_point, str):
+        return entry_point
+    module, _, name = entry_point.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class ContextOverflow(Exception):
+    """Even the shortest prompt the policy allows exceeds the context."""
+
+
+class PromptFitter:
+    """The context policy of the module docstring, for one env's requests.
+
+    Args:
+        backend: the chat backend; with ``token_count="server"`` its
+            ``count_prompt_tokens(messages)`` counts, else the byte estimate does
+            (:data:`TEMPLATE_TOKENS_PER_MESSAGE`).
+        context_length: the model's context; None fits nothing (the server decides).
+        max_tokens: the env's reply budget.
+        token_count: the recorded setting, ``"server"`` or ``"estimate"``.
+    """
+
+    def __init__(
+        self, backend: ChatBackend, context_length: int | None, max_tokens: int, token_count: str = "server"
+    ) -> None:
+        self.backend = backend
+        self.context_length = context_length
+        self.max_tokens = max_tokens
+        self.by_server = token_count == "server"
+        if context_length is not None:
+            self.budget = context_length - min(max_tokens, context_length // 2)
+
+    def count(self, messages: list[dict[str, str]]) -> int:
+        if self.by_server:
+            counted = self.backend.count_prompt_tokens(messages)
+            if counted is None:
+                raise ChatError("the server stopped answering token counts (/tokenize)")  # a crash: rerun
+            return int(counted)
+        return sum(len(m["content"].encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
+
+    def fit(self, messages: list[dict[str, str]]) -> tuple[list[dict[str, str]], int]:
+        """The prompt to send and the reply's ``max_tokens``; :class:`ContextOverflow` when nothing fits.
+
+        ``messages`` is ``chat_messages``' layout: system, then (user, assistant)
+        per shown turn, then the current user message. Dropping ``k`` turns
+        removes the ``k`` oldest after the first; the token count falls with
+        ``k``, so the fewest drops that fit are found by bisection.
+        """
+        if self.context_length is None:
+            return messages, self.max_tokens
+        droppable = max(0, (len(messages) - 4) // 2)  # turns besides the first
+
+        def dropped(k: int) -> list[dict[str, str]]:
+            return messages[:3] + messages[3 + 2 * k :] if k else messages
+
+        tokens = self.count(messages)
+        if tokens > self.budget:
+            low, high = 1, droppable  # invariant: dropping `high` turns fits, or nothing does
+            tokens = self.count(dropped(high)) if droppable else tokens
+            if tokens > self.budget:
+                raise ContextOverflow(f"{tokens} prompt tokens, the budget is {self.budget}")
+            fitting = tokens
+            while low < high:
+                middle = (low + high) // 2
+                counted = self.count(dropped(middle))
+                if counted <= self.budget:
+                    high, fitting = middle, counted
+                else:
+                    low = middle + 1
+            messages, tokens = dropped(high), fitting
+        return messages, min(self.max_tokens, self.context_length - tokens)
+
+
+def restore_stop(reply: Any, stop: Sequence[str]) -> str:
+    """The reply's text with its stop string put back, cut after the first stop string (module docstring)."""
+    text = reply.text
+    if stop:
+        if reply.stop_reason in stop:
+            text += reply.stop_reason
+        elif reply.finish_reason == "stop":
+            for closing in stop:
+                opening = "<" + closing[2:] if closing.startswith("</") else None
+                if opening and text.rfind(opening) > text.rfind(closing):
+                    text += closing
+                    break
+        ends = [text.find(s) + len(s) for s in stop if s in text]
+        if ends:
+            text = text[: min(ends)]
+    return text
+
+
 def play_model_episode(
     env: gym.Env,
     backend: ChatBackend,
@@ -72,9 +266,22 @@ def play_model_episode(
     *,
     split: str,
     agent: str,
-    history_window: int | None = None,
+    settings: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Play one panel episode with the model; the bundle line (see ``EPISODE_SCHEMA``)."""
+    """Play one panel episode with the model; the bundle line (see ``EPISODE_SCHEMA``).
+
+    ``settings`` is :func:`recorded_settings`' record.
+    """
+    env_settings = settings["envs"][episode.env_id]
+    stop = env_settings["stop"]
+    fitter = PromptFitter(
+        backend, settings["context_length"], env_settings["max_tokens"], settings["token_count"]
+    )
+    request: dict[str, Any] = {"temperature": settings["temperature"], "top_p": settings["top_p"]}
+    if stop:
+        request["stop"] = list(stop)
+    if settings["seed"] is not None:
+        request["seed"] = settings["seed"]
     instructions = env.unwrapped.instructions
     clock = time.perf_counter
     started = clock()
@@ -97,18 +304,26 @@ def play_model_episode(
         "prompt_tokens": 0,
         "completion_tokens": 0,
     }
-    done = False
-    while not done:
-        messages = chat_messages(instructions, observation, info, history, history_window=history_window)
+    terminated = truncated = overflowed = False
+    while not (terminated or truncated):
+        messages = chat_messages(
+            instructions, observation, info, history, history_window=settings["history_window"]
+        )
         started = clock()
-        reply = backend.complete(messages)
-        model_s += clock() - started
-        history.append(Turn(observation_text(observation), reply.text))
+        try:
+            messages, max_tokens = fitter.fit(messages)
+            reply = backend.complete(messages, max_tokens=max_tokens, **request)
+        except (ContextOverflow, ContextLengthError):
+            overflowed = True
+            break
+        finally:
+            model_s += clock() - started
+        text = restore_stop(reply, stop)
+        history.append(Turn(observation_text(observation), text))
         started = clock()
-        observation, reward, terminated, truncated, info = env.step(reply.text)
+        observation, reward, terminated, truncated, info = env.step(text)
         env_s += clock() - started
-        done = terminated or truncated
-        line["responses"].append(reply.text)
+        line["responses"].append(text)
         line["rewards"].append(float(reward))
         line["obs_keys"].append(info["obs_key"])
         line["state_keys"].append(info["state_key"])
@@ -117,11 +332,12 @@ def play_model_episode(
         line["prompt_tokens"] += int(reply.prompt_tokens or 0)
         line["completion_tokens"] += int(reply.completion_tokens or 0)
     line.update(
-        success=bool(info["success"]),
-        score=float(info["score"]),
+        success=False if overflowed else bool(info["success"]),
+        score=0.0 if overflowed else float(info["score"]),
         turns=len(line["responses"]),
         model_s=model_s,
         env_s=env_s,
+        end_reason=CONTEXT_OVERFLOW if overflowed else "terminated" if terminated else "truncated",
     )
     line["return"] = float(sum(line["rewards"]))
     return line
@@ -175,7 +391,7 @@ def run_eval(
     model_size: str = "",
     endpoint: str = "openai",
     concurrency: int = 8,
-    history_window: int | None = None,
+    settings: GenerationSettings = GenerationSettings(),
     on_start: Callable[[int], None] | None = None,
     on_episode: Callable[[PanelEpisode, dict[str, Any] | None], None] | None = None,
 ) -> EvalReport:
@@ -190,21 +406,32 @@ def run_eval(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     panels = [env_panel(env_id, spec) for env_id in env_ids]
+    used = recorded_settings(settings, env_ids, backend)
     metadata = submission_metadata(
         spec,
         {panel.env_id: panel.digest for panel in panels},
         model=model,
         model_size=model_size,
         endpoint=endpoint,
+        settings=used,
     )
     if (out / METADATA_FILE).exists():
         previous = read_json(out / METADATA_FILE, "metadata")
-        for name in ("model", "model_size", "endpoint", "panel_digest"):
-            if previous[name] != metadata[name]:
-                raise BundleError(
-                    f"{out} holds an evaluation with {name} {previous[name]!r}, not {metadata[name]!r}; "
-                    "resume it with the same settings or choose another --out"
-                )
+        differing = [
+            (name, previous[name], metadata[name])
+            for name in ("model", "model_size", "endpoint", "panel_digest")
+            if previous[name] != metadata[name]
+        ] + [
+            (f"setting {name}", previous["settings"].get(name), value)
+            for name, value in used.items()
+            if previous["settings"].get(name) != value
+        ]
+        if differing:
+            name, before, now = differing[0]
+            raise BundleError(
+                f"{out} holds an evaluation with {name} {before!r}, not {now!r}; "
+                "resume it with the same settings or choose another --out"
+            )
         metadata["created"] = previous["created"]
     validate("metadata", metadata)
     write_json(out / METADATA_FILE, metadata)
@@ -225,9 +452,7 @@ def run_eval(
     def play(panel: EnvPanel, episode: PanelEpisode) -> dict[str, Any]:
         env = pool.borrow(panel.env_id)
         try:
-            return play_model_episode(
-                env, backend, episode, split=spec.split, agent=model, history_window=history_window
-            )
+            return play_model_episode(env, backend, episode, split=spec.split, agent=model, settings=used)
         finally:
             pool.give_back(panel.env_id, env)
 

@@ -7,14 +7,22 @@ eval --local-model PATH`` and the local OpenAI-compatible server
 tokenizer's chat template where it has one, else a plain role-tagged layout.
 Generation is greedy by default (``temperature=0``); one ``generate`` runs at
 a time (a lock), since one model instance is shared by every episode.
+
+As vLLM does, a prompt that leaves no room for the reply inside the context
+(``max_position_embeddings``, or ``max_model_len``) is refused with
+:class:`~agentenvs.core.chat.ContextLengthError`, never cut; a request
+without ``max_tokens`` may fill the rest of the context; a reply stops at the
+first of its ``stop`` strings, which is left out of the text and named in
+``stop_reason``.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
-from agentenvs.core.chat import ChatReply
+from agentenvs.core.chat import ChatReply, ContextLengthError
 
 
 def plain_chat_prompt(messages: list[dict[str, str]]) -> str:
@@ -23,25 +31,51 @@ def plain_chat_prompt(messages: list[dict[str, str]]) -> str:
     return "".join(lines) + "<|assistant|>\n"
 
 
+class _StopStrings:
+    """Ends generation once the reply's text (the prompt excluded, as in vLLM) holds a stop string.
+
+    (transformers' own ``stop_strings`` also match across the end of the
+    prompt: a reply opening with "\n\n" would stop at "\n\n\n".)
+    """
+
+    def __init__(self, tokenizer: Any, prompt_length: int, stop: Sequence[str]) -> None:
+        self.tokenizer, self.prompt_length, self.stop = tokenizer, prompt_length, stop
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        text = self.tokenizer.decode(input_ids[0, self.prompt_length :], skip_special_tokens=True)
+        return torch.tensor([any(s in text for s in self.stop)], dtype=torch.bool, device=input_ids.device)
+
+
 class TransformersChat:
     """Chat completions from a transformers causal LM.
 
     Args:
         model: a causal LM (``AutoModelForCausalLM``).
         tokenizer: its tokenizer.
-        max_tokens: new tokens per reply.
+        max_tokens: new tokens per reply when a request names none (None: the rest of the context).
         temperature: 0 for greedy decoding, else sampling.
-        seed: torch seed of each sampled reply (replies are reproducible).
+        seed: torch seed of each sampled reply when a request names none (replies are reproducible).
+        max_model_len: the context in tokens (default: the model's ``max_position_embeddings``).
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, *, max_tokens: int = 128, temperature: float = 0.0, seed: int = 0
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+        max_model_len: int | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.max_model_len = max_model_len or int(model.config.max_position_embeddings)
         self._lock = threading.Lock()
 
     @classmethod
@@ -55,11 +89,13 @@ class TransformersChat:
             text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         else:
             text = plain_chat_prompt(messages)
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        limit = getattr(self.model.config, "max_position_embeddings", None)
-        if limit is not None and len(ids) + self.max_tokens > limit:
-            ids = ids[len(ids) + self.max_tokens - limit :]  # keep the latest context
-        return list(ids)
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def context_length(self) -> int:
+        return self.max_model_len
+
+    def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        return len(self.prompt_ids(messages))
 
     def complete(
         self,
@@ -67,35 +103,53 @@ class TransformersChat:
         *,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
     ) -> ChatReply:
+        """One reply; :class:`ContextLengthError` when prompt + ``max_tokens`` exceed the context."""
         import torch
 
         ids = self.prompt_ids(messages)
-        new_tokens = self.max_tokens if max_tokens is None else int(max_tokens)
+        room = self.max_model_len - len(ids)
+        wanted = max_tokens if max_tokens is not None else self.max_tokens
+        new_tokens = room if wanted is None else int(wanted)
+        if room < 1 or new_tokens > room:
+            raise ContextLengthError(
+                f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                f"requested {len(ids) + new_tokens} tokens ({len(ids)} in the messages, {new_tokens} "
+                "in the completion)"
+            )
         temperature = self.temperature if temperature is None else float(temperature)
+        stop = [s for s in stop or () if s]
         eos = self.tokenizer.eos_token_id
         with self._lock, torch.no_grad(), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed)
+            torch.manual_seed(self.seed if seed is None else int(seed))
             output = self.model.generate(
                 torch.tensor([ids]),
                 attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                 max_new_tokens=new_tokens,
                 do_sample=temperature > 0,
                 temperature=temperature if temperature > 0 else None,
-                top_p=None,
+                top_p=top_p if temperature > 0 and top_p is not None and top_p < 1 else None,
                 top_k=None,
                 pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos,
                 eos_token_id=eos,
+                stopping_criteria=[_StopStrings(self.tokenizer, len(ids), stop)] if stop else None,
             )
         generated = output[0, len(ids) :].tolist()
         stopped = eos is not None and generated and generated[-1] == eos
-        if stopped:
-            generated = generated[:-1]
+        text = self.tokenizer.decode(generated[:-1] if stopped else generated, skip_special_tokens=True)
+        hits = sorted((text.find(s), s) for s in stop if s in text)
+        stop_reason = hits[0][1] if hits else None
+        if hits:
+            text = text[: hits[0][0]]
         return ChatReply(
-            text=self.tokenizer.decode(generated, skip_special_tokens=True),
-            finish_reason="stop" if stopped or len(generated) < new_tokens else "length",
+            text=text,
+            finish_reason="stop" if stopped or hits or len(generated) < new_tokens else "length",
             prompt_tokens=len(ids),
-            completion_tokens=len(generated) + int(bool(stopped)),
+            completion_tokens=len(generated),
             attempts=1,
             cached=False,
+            stop_reason=stop_reason,
         )

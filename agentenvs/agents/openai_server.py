@@ -2,39 +2,175 @@
 
 ::
 
-    python -m agentenvs.agents.openai_server --model PATH [--name NAME] [--port 8000]
+    python -m agentenvs.agents.openai_server --model PATH [--name NAME] [--port 8000] [--max-model-len N]
 
-serves ``POST /v1/chat/completions`` (``messages``, ``max_tokens``,
-``temperature``; one choice, no streaming) and ``GET /v1/models``, so
-``agentenvs eval --base-url http://127.0.0.1:8000/v1`` runs against it as it
-would against ``vllm serve`` on a GPU. Needs the ``serve`` extra (FastAPI,
-uvicorn) and the ``train`` extra (torch, transformers).
+It answers the requests the official ``openai`` client sends, as vLLM's
+OpenAI server does, so ``agentenvs eval --base-url http://127.0.0.1:8000/v1``
+meets here what it meets there:
+
+=========================  ====================================================
+``GET /v1/models``         the one served model, with ``max_model_len``
+``POST /tokenize``         vLLM's: ``{"messages"}`` (chat template applied) or
+                           ``{"prompt"}`` → ``{"count", "max_model_len", "tokens"}``
+``POST /v1/chat/           ``messages`` (content a string or a list of
+completions``              ``{"type": "text"}`` parts), ``max_tokens`` or
+                           ``max_completion_tokens`` (default: the rest of the
+                           context), ``temperature``, ``top_p``, ``n``,
+                           ``seed``, ``stop`` (a string or up to 4; left out
+                           of the text, named in ``stop_reason``), ``stream``
+                           (server-sent events, ``stream_options.include_usage``)
+refused with 400           a prompt that leaves no room for the reply in the
+                           context (vLLM's wording); any other field unless it
+                           holds its neutral value (``frequency_penalty: 0``,
+                           ``logprobs: false``, …); image or audio parts
+=========================  ====================================================
+
+A request without ``seed`` samples with fresh randomness, so replies at
+temperature > 0 vary; with ``seed`` they repeat, choice ``i`` of ``n`` using
+``seed + i``. The reply is generated whole; a stream then carries it in one
+chunk per token. Needs the ``serve`` extra (FastAPI, uvicorn) and the
+``train`` extra (torch, transformers).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import secrets
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, Field
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from agentenvs.agents.local import TransformersChat
+from agentenvs.core.chat import ChatReply, ContextLengthError
+
+# fields of the chat-completions API this server does not implement, with the value that means "off":
+# a request may carry them only at that value
+NEUTRAL_VALUES: dict[str, Any] = {
+    "frequency_penalty": 0,
+    "presence_penalty": 0,
+    "logprobs": False,
+    "top_logprobs": None,
+    "logit_bias": None,
+    "tools": None,
+    "tool_choice": None,
+    "response_format": None,
+    "parallel_tool_calls": None,
+    "functions": None,
+    "function_call": None,
+    "modalities": None,
+    "audio": None,
+    "prediction": None,
+    "service_tier": None,
+    "store": None,
+    "metadata": None,
+    "reasoning_effort": None,
+    "web_search_options": None,
+    "user": None,
+}
+MAX_CHOICES = 16
+MAX_STOP_STRINGS = 4
+
+
+def _encodable(text: str) -> str:
+    """JSON may carry a lone surrogate (``"\\ud800"``), which no tokenizer encodes: refused as bad input."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"the text holds a lone surrogate at position {exc.start}") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(_encodable)]
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["text"]
+    text: Text
 
 
 class Message(BaseModel):
-    role: str
-    content: str
+    model_config = ConfigDict(extra="allow")  # name, tool_call_id, ...: not read
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Text | list[TextPart] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(part.text for part in self.content)
+        return self.content or ""
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    include_usage: bool = False
 
 
 class ChatRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # checked against NEUTRAL_VALUES below
     model: str | None = None
     messages: list[Message] = Field(min_length=1)
     max_tokens: int | None = Field(default=None, ge=1)
-    temperature: float | None = Field(default=None, ge=0)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    n: int = Field(default=1, ge=1, le=MAX_CHOICES)
+    seed: int | None = Field(default=None, ge=0, lt=2**63)
+    stop: Text | list[Text] | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+    @model_validator(mode="after")
+    def only_supported_fields(self) -> ChatRequest:
+        for name, value in (self.model_extra or {}).items():
+            if name not in NEUTRAL_VALUES:
+                raise ValueError(f"unknown field {name!r}")
+            if value not in (NEUTRAL_VALUES[name], None):
+                raise ValueError(f"{name}={value!r} is not supported by this server")
+        stops = self.stop_strings()
+        if len(stops) > MAX_STOP_STRINGS or not all(stops):
+            raise ValueError(f"stop takes up to {MAX_STOP_STRINGS} non-empty strings")
+        if None not in (self.max_tokens, self.max_completion_tokens) and (
+            self.max_tokens != self.max_completion_tokens
+        ):
+            raise ValueError("max_tokens and max_completion_tokens disagree")
+        if self.stream_options is not None and not self.stream:
+            raise ValueError("stream_options is only allowed with stream=true")
+        return self
+
+    def stop_strings(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+    def reply_tokens(self) -> int | None:
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+
+
+class TokenizeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = None
+    messages: list[Message] | None = None
+    prompt: Text | None = None
+    add_generation_prompt: bool = True
+    add_special_tokens: bool = False
+
+    @model_validator(mode="after")
+    def one_input(self) -> TokenizeRequest:
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("give exactly one of messages and prompt")
+        if self.messages is not None and not self.add_generation_prompt:
+            raise ValueError("add_generation_prompt=false is not supported by this server")
+        return self
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+    """An error body as the OpenAI API shapes it (the official client reads ``error.message``)."""
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
 
 
 def create_app(chat: TransformersChat, name: str) -> FastAPI:
@@ -42,39 +178,121 @@ def create_app(chat: TransformersChat, name: str) -> FastAPI:
     app = FastAPI(title="agentenvs local OpenAI-compatible server")
     counter = itertools.count()
 
+    @app.exception_handler(RequestValidationError)
+    def refuse(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'][1:]) or 'body'}: {error['msg']}"
+            for error in exc.errors()[:5]
+        )
+        return _error(400, problems)
+
+    def wrong_model(requested: str | None) -> JSONResponse | None:
+        if requested in (None, name):
+            return None
+        message = f"The model `{requested}` does not exist; this server has `{name}`"
+        return _error(404, message, "NotFoundError")
+
     @app.get("/v1/models")
     def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "local"}]}
+        card = {"id": name, "object": "model", "created": 0, "owned_by": "agentenvs", "root": name}
+        return {"object": "list", "data": [{**card, "max_model_len": chat.context_length()}]}
 
-    @app.post("/v1/chat/completions")
-    def completions(request: ChatRequest) -> dict[str, Any]:
-        if request.model not in (None, name):
-            raise HTTPException(404, f"model {request.model!r} is not served here; this server has {name!r}")
-        reply = chat.complete(
-            [message.model_dump() for message in request.messages],
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-        )
-        return {
-            "id": f"chatcmpl-{next(counter)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": name,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply.text},
-                    "finish_reason": reply.finish_reason,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-                "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            },
+    @app.post("/tokenize", response_model=None)
+    def tokenize(request: TokenizeRequest) -> dict[str, Any] | JSONResponse:
+        refusal = wrong_model(request.model)
+        if refusal is not None:
+            return refusal
+        if request.messages is not None:
+            tokens = chat.prompt_ids([{"role": m.role, "content": m.text()} for m in request.messages])
+        else:
+            tokens = list(
+                chat.tokenizer(request.prompt, add_special_tokens=request.add_special_tokens)["input_ids"]
+            )
+        return {"count": len(tokens), "max_model_len": chat.context_length(), "tokens": tokens}
+
+    @app.post("/v1/chat/completions", response_model=None)
+    def completions(request: ChatRequest) -> dict[str, Any] | JSONResponse | StreamingResponse:
+        refusal = wrong_model(request.model)
+        if refusal is not None:
+            return refusal
+        messages = [{"role": m.role, "content": m.text()} for m in request.messages]
+        # no seed: fresh randomness per request, as a server does; a seed makes choice i repeat with seed + i
+        base_seed = request.seed if request.seed is not None else secrets.randbits(62)
+        try:
+            replies = [
+                chat.complete(
+                    messages,
+                    max_tokens=request.reply_tokens(),
+                    temperature=request.temperature,
+                    top_p=request.top_p,
+                    seed=base_seed + index,
+                    stop=request.stop_strings(),
+                )
+                for index in range(request.n)
+            ]
+        except ContextLengthError as exc:
+            return _error(400, str(exc), "BadRequestError")
+        identity = {"id": f"chatcmpl-{next(counter)}", "created": int(time.time()), "model": name}
+        usage = {
+            "prompt_tokens": replies[0].prompt_tokens,
+            "completion_tokens": sum(reply.completion_tokens for reply in replies),
+            "total_tokens": replies[0].prompt_tokens + sum(reply.completion_tokens for reply in replies),
         }
+        if request.stream:
+            include_usage = request.stream_options is not None and request.stream_options.include_usage
+            events = _stream(chat, identity, replies, usage if include_usage else None)
+            return StreamingResponse(events, media_type="text/event-stream")
+        choices = [
+            {
+                "index": index,
+                "message": {"role": "assistant", "content": reply.text},
+                "finish_reason": reply.finish_reason,
+                "stop_reason": reply.stop_reason,
+                "logprobs": None,
+            }
+            for index, reply in enumerate(replies)
+        ]
+        return {**identity, "object": "chat.completion", "choices": choices, "usage": usage}
 
     return app
+
+
+def _stream(
+    chat: TransformersChat,
+    identity: dict[str, Any],
+    replies: Sequence[ChatReply],
+    usage: dict[str, int] | None,
+) -> Iterator[str]:
+    """Server-sent events of finished replies: per choice a role chunk, a chunk per token, a finish chunk."""
+
+    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+        chunk = {**identity, "object": "chat.completion.chunk", "choices": choices, **extra}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    for index, reply in enumerate(replies):
+        yield event([{"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        pieces = _token_pieces(chat, reply.text)
+        for piece in pieces:
+            yield event([{"index": index, "delta": {"content": piece}, "finish_reason": None}])
+        finish = {"index": index, "delta": {}, "finish_reason": reply.finish_reason}
+        yield event([{**finish, "stop_reason": reply.stop_reason}])
+    if usage is not None:
+        yield event([], usage=usage)
+    yield "data: [DONE]\n\n"
+
+
+def _token_pieces(chat: TransformersChat, text: str) -> list[str]:
+    """``text`` split where its tokens start (the pieces join back to ``text`` exactly)."""
+    ids = chat.tokenizer(text, add_special_tokens=False)["input_ids"]
+    pieces, shown = [], ""
+    for end in range(1, len(ids) + 1):
+        decoded = chat.tokenizer.decode(ids[:end], skip_special_tokens=True)
+        if decoded.startswith(shown) and len(decoded) > len(shown):
+            pieces.append(decoded[len(shown) :])
+            shown = decoded
+    if shown != text:  # a tokenizer that does not round-trip: send the rest as it is
+        pieces = [*pieces, text[len(shown) :]] if text.startswith(shown) else [text]
+    return pieces
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,9 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", help="the model name clients send (default: the folder)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-model-len", type=int, help="context in tokens (default: the model's max_position_embeddings)"
+    )
     args = parser.parse_args(argv)
-    chat = TransformersChat.from_pretrained(args.model, max_tokens=args.max_tokens)
+    chat = TransformersChat.from_pretrained(args.model, max_model_len=args.max_model_len)
     uvicorn.run(create_app(chat, args.name or args.model), host=args.host, port=args.port)
     return 0
 

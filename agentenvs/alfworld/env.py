@@ -42,6 +42,8 @@ Task source            games generated from the ``alfworld`` package's floor
 Termination            the goal holds (``success``; ``score`` = 1.0, ALFWorld's
                        won)
 Truncation             50 turns
+max_tokens             512 per turn, no stop string (verl-agent's ALFWorld
+                       run: ``max_response_length=512``)
 State key              every fact that can change (agent location, held object,
                        each object's receptacles, location and hot/cool/clean/
                        sliced/on states, opened receptacles, the "taken out of"
@@ -105,6 +107,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         "format": 0.0,
     }
     default_max_turns: ClassVar[int] = 50
+    reply_max_tokens: ClassVar[int] = 512
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     @property

@@ -47,6 +47,8 @@ Termination            the mission succeeds (or a strict verifier fails).
 Truncation             ``max_turns`` turns; default: the level's max_steps
                        (one action per turn). A ``max_turns`` kwarg also sets
                        minigrid's max_steps, so the outcome formula uses it.
+max_tokens             4096 per turn, no stop string (BALROG's
+                       ``generate_kwargs.max_tokens``)
 State key              agent position and direction, carried object, the
                        full grid encoding (type, color, state per cell), the
                        mission, the contents of closed boxes and the
@@ -149,6 +151,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         {"outcome": 1.0, "progress": 0.1, "format": 0.0, "invalid_action": -0.1}
     )
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
+    reply_max_tokens: ClassVar[int] = 4096
 
     @property
     def instructions(self) -> str:

@@ -38,6 +38,9 @@ termination        an answer was given (scored at once)
 truncation         ``max_turns`` turns (default 10, ColBench's limit); the
                    last turn's message is the answer, so only an invalid last
                    turn truncates without one (score 0)
+max_tokens         1024 per turn, no stop string: room for one whole function
+                   with its reasoning (our setting; ColBench leaves the limit
+                   to the serving code)
 state key          the task's hidden spec (reference + test calls) + the set of
                    facts asked about + the answer state (open, or the score);
                    the dialogue's wording and the turn count are excluded
@@ -98,6 +101,7 @@ class ColBenchEnv(CollaborationEnv):
     """
 
     reply_chars = BACKEND_REPLY_CHARS
+    reply_max_tokens = 1024
     answer_kind = "Python code"
 
     def __init__(

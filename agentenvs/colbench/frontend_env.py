@@ -28,6 +28,8 @@ reward             weighted sum of (unweighted values in ``reward_components``):
   invalid_action   1 for an empty message; not potential-based; weight 0.0
 termination        an answer was given
 truncation         ``max_turns`` turns (default 10)
+max_tokens         2048 per turn, no stop string: room for a whole page (our
+                   setting; ColBench leaves the limit to the serving code)
 state key          the reference page + the set of facts asked about + the
                    last page shown + the answer state (open, or the similarity)
 Known hacks        none under the default weights: every turn before the answer
@@ -101,6 +103,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
     """
 
     reply_chars = FRONTEND_REPLY_CHARS
+    reply_max_tokens = 2048
     answer_kind = "HTML page"
 
     def __init__(

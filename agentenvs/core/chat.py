@@ -14,9 +14,17 @@ Failures, never silent:
   ``max_retries`` times with exponential backoff
   (``backoff_s · 2^attempt``, or the server's ``Retry-After`` when larger);
 - other 4xx answers and malformed bodies are not retried (asking again will
-  not help);
+  not help); a 400 saying the prompt exceeds the model's context raises
+  :class:`ContextLengthError`, so callers can tell it from other refusals;
 - when no attempt succeeds, :class:`ChatError` is raised with the last cause.
   ``stats`` counts requests, retries, cache hits and failures.
+
+What the server tells about its model: :meth:`ChatClient.context_length`
+reads ``max_model_len`` from ``GET {base_url}/models`` (vLLM and
+:mod:`agentenvs.agents.openai_server` report it), and
+:meth:`ChatClient.count_prompt_tokens` asks ``POST {server root}/tokenize``
+(vLLM's endpoint, with the chat template applied); both give None where the
+server has no such answer (hosted APIs).
 
 With ``cache_size > 0`` identical requests (same model, messages and
 parameters) are answered from an in-memory LRU cache; use it with
@@ -26,6 +34,7 @@ parameters) are answered from an in-memory LRU cache; use it with
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -38,10 +47,17 @@ from typing import Any
 from agentenvs.core.keys import stable_digest
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# how vLLM ("maximum context length is 4096 tokens") and OpenAI ("context_length_exceeded")
+# refuse a prompt too long for the model
+CONTEXT_REFUSAL = re.compile(r"maximum context length|context_length_exceeded|exceeds? the context", re.I)
 
 
 class ChatError(RuntimeError):
     """The endpoint gave no usable answer after every allowed attempt."""
+
+
+class ContextLengthError(ChatError):
+    """The prompt (with the reply's token budget) does not fit the model's context."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,7 @@ class ChatReply:
     completion_tokens: int
     attempts: int
     cached: bool = False
+    stop_reason: str | None = None  # the stop string that ended the reply, where the server names it (vLLM)
 
 
 @dataclass
@@ -194,11 +211,63 @@ class ChatClient:
             detail = exc.read()[:300].decode("utf-8", "replace")
             if exc.code in RETRYABLE_STATUS:
                 raise _RetryableError(f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)) from exc
-            raise ChatError(f"{self.url}: HTTP {exc.code}: {detail}") from exc
+            refused = ContextLengthError if exc.code == 400 and CONTEXT_REFUSAL.search(detail) else ChatError
+            raise refused(f"{self.url}: HTTP {exc.code}: {detail}") from exc
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise _RetryableError(f"{type(exc).__name__}: {reason}") from exc
         return parse_completion(raw, self.url)
+
+    def context_length(self) -> int | None:
+        """The served model's ``max_model_len`` from ``GET /models``; None where the server does not say.
+
+        Raises :class:`ChatError` when the server cannot be reached or its answer is not a model list.
+        """
+        data = self._get_json(self.url.removesuffix("/chat/completions") + "/models")
+        if data is None:
+            return None
+        try:
+            cards = [card for card in data["data"] if card.get("id") == self.model]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ChatError(f"{self.url}: /models is not a model list") from exc
+        length = cards[0].get("max_model_len") if cards else None
+        return length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None
+
+    def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int | None:
+        """Tokens of ``messages`` under the server's chat template (vLLM's ``POST /tokenize``).
+
+        None where the server has no ``/tokenize`` (404, 405, 501); other failures raise :class:`ChatError`.
+        """
+        root = self.url.removesuffix("/chat/completions").removesuffix("/v1")
+        body = {"model": self.model, "messages": [dict(m) for m in messages], "add_generation_prompt": True}
+        data = self._get_json(root + "/tokenize", body)
+        if data is None:
+            return None
+        count = data.get("count") if isinstance(data, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ChatError(f"{root}/tokenize answered no token count: {str(data)[:200]}")
+        return count
+
+    def _get_json(self, url: str, body: Mapping[str, Any] | None = None) -> Any:
+        """GET (or POST ``body`` to) ``url``; None for 404, 405, 501 (no such endpoint).
+
+        Other failures raise :class:`ChatError`.
+        """
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        payload = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(url, data=payload, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 405, 501):
+                return None
+            detail = exc.read()[:300].decode("utf-8", "replace")
+            raise ChatError(f"{url}: HTTP {exc.code}: {detail}") from exc
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, ValueError) as exc:
+            raise ChatError(f"{url}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}") from exc
 
 
 def _retry_after(headers: Any) -> float:
@@ -218,10 +287,12 @@ def parse_completion(raw: bytes, source: str = "endpoint") -> ChatReply:
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ChatError(f"{source}: not a chat completion: {raw[:200]!r}") from exc
     usage = data.get("usage") or {}
+    stop_reason = choice.get("stop_reason")
     return ChatReply(
         text=text if isinstance(text, str) else "",
         finish_reason=str(choice.get("finish_reason") or ""),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         attempts=1,
+        stop_reason=stop_reason if isinstance(stop_reason, str) else None,
     )

@@ -162,6 +162,10 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
     default_max_turns: ClassVar[int] = 1
+    # what a model may write per turn, from the family's paper (the ``max_tokens`` row of its table):
+    # the eval harness asks for at most ``reply_max_tokens`` and stops generation at ``reply_stop``
+    reply_max_tokens: ClassVar[int]
+    reply_stop: ClassVar[tuple[str, ...]] = ()
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
 
     def __init__(

@@ -66,6 +66,9 @@ termination        an answer
 truncation         ``max_turns`` turns (default 4, Search-R1's evaluation; note
                    that Search-R1 adds one answer-only generation after its
                    ``max_turns`` search rounds: ``max_turns=5`` matches it)
+max_tokens         500 per turn (Search-R1's ``max_response_length``);
+                   generation stops at ``</search>`` and ``</answer>``, the
+                   points where Search-R1 cuts a response
 state key          question id (question and hidden answers) + the set of
                    passages retrieved so far + the number of searches made: the
                    agent's information state, which fixes what it can still
@@ -287,6 +290,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     default_reward_weights: ClassVar[Mapping[str, float]] = PRESETS["agentenvs"]
     default_max_turns = 4
+    reply_max_tokens: ClassVar[int] = 500
+    reply_stop: ClassVar[tuple[str, ...]] = ("</search>", "</answer>")
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(

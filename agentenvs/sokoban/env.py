@@ -58,6 +58,8 @@ Known hacks            none under the default weights. Format pays every
 Termination            all boxes on targets.
 Truncation             ``max_turns`` turns (MT-PPO setting: 3 turns × 3 moves;
                        ``Sokoban-Verl``: 15 turns × 1 move).
+max_tokens             512 per turn, no stop string (verl-agent's Sokoban run:
+                       ``max_response_length=512``)
 State key              digest of the room (walls + targets), the player cell
                        and the sorted box cells.
 Privileged info        ``optimal_moves_left``: minimum moves from the current
@@ -133,6 +135,7 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         "invalid_action": -0.1,
     }
     default_max_turns: ClassVar[int] = 3
+    reply_max_tokens: ClassVar[int] = 512
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     @property

@@ -44,6 +44,8 @@ reward             weighted sum of (unweighted values in ``reward_components``):
                    action could be read); not potential-based; weight −0.1
 termination        the goal is crafted
 truncation         ``max_turns`` turns (default 40, ADaPT's step limit)
+max_tokens         150 per turn (ADaPT's executor call). ADaPT also stops at a
+                   newline; a ``<think>`` block spans lines, so no stop string
 state key          goal + inventory as a multiset (item → count) + identity of
                    the listed commands (their set; the listing order and the
                    inventory's display order are excluded)
@@ -119,6 +121,7 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
         "invalid_action": -0.1,
     }
     default_max_turns = 40
+    reply_max_tokens: ClassVar[int] = 150
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     @property

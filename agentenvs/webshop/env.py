@@ -58,6 +58,8 @@ Termination        ``buy now`` (reward computed, ``score`` = the reward in
                    the scale WebShop's papers report, ``success`` = reward
                    == 1); truncation after ``max_turns`` = 15 turns (then
                    ``score`` and ``paper_score`` are 0).
+max_tokens         512 per turn, no stop string (verl-agent's WebShop run:
+                   ``max_response_length=512``)
 State key          the catalog, the task (goal) and the whole session:
                    page, keywords, results page, open product, selected
                    options (sorted), sub-page and visited products.
@@ -130,6 +132,7 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         "format": 0.0,
     }
     default_max_turns: ClassVar[int] = 15
+    reply_max_tokens: ClassVar[int] = 512
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "html"], "render_fps": 4}
 
     @property
