@@ -1,22 +1,41 @@
-"""Search QA: reset and turn cost with the in-process BM25 retriever and through a local retrieval server.
+"""Search QA: turn cost in process beside GEM's search env, and through a local retrieval server.
 
-Plays the expert on ``--episodes`` test questions of each set over the
-built-in encyclopedia (``--passages``, default 100k; built and cached on the
-first run, which this script does not time), timing ``reset`` and every
-``step`` (a search turn = BM25 top-3 over the corpus + the information text +
-state key + info). The same episodes are then timed through HTTP: a
-retrieval_index server (uvicorn, Search-R1's ``/retrieve``) started in this
-process over the same index, or ``--server URL`` for one already running
-over the same corpus. Wall time on this machine in this run.
+Part 1, agentenvs beside GEM (PyPI ``gem-llm`` 0.1.0, the ``bench-peers``
+extra; skipped with a note when it is not installed). The expert plays
+``--episodes`` test questions of each set once; both suites then replay the
+same responses on the same questions, in process, over the same BM25 index
+(the built-in encyclopedia, ``--passages``, default 100k): agentenvs'
+``SearchEnv`` and GEM's ``ToolEnvWrapper(QaEnv, [SearchTool])``, whose
+search tool here calls that index in process instead of posting to a
+retrieval server (GEM's own parsing, formatting, answer check and wrapper
+run unchanged). The retriever's query cache is cleared before every pass, so
+both sides search the same queries cold. Passes alternate ours / GEM's
+``--repeats`` times; the table gives the median turns/s of each and the
+median and lowest ratio of the pairs (agentenvs ÷ GEM, ≥ 1 = ours is
+cheaper). Reset cost is timed apart (GEM's reset samples a dataset row;
+putting GEM on the same question afterwards, through its ``set_state``,
+stays outside the clock).
 
-    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--server http://127.0.0.1:8000]
+Part 2, agentenvs alone: mean reset ms, search-turn ms and turns/s with the
+in-process retriever and through HTTP (a retrieval_index server started in
+this process over the same index, or ``--server URL``).
+
+Wall time on this machine in this run; ``--out`` writes the printed tables.
+
+    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--repeats 5] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
+import os
+import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,52 +45,184 @@ from agentenvs.search.env import SearchEnv
 from agentenvs.search.questions import STYLES
 
 
-def run(env: SearchEnv, episodes: int) -> tuple[float, float, float, int]:
-    """Mean reset ms, mean search-turn ms, turns per second, turns played."""
-    reset_s, search_s, turn_s, turns, searches = 0.0, 0.0, 0.0, 0, 0
+@dataclass(frozen=True)
+class Episode:
+    """One played episode: the question's reset seed, the responses, the golden answers."""
+
+    seed: int
+    responses: tuple[str, ...]
+    golden_answers: tuple[str, ...]
+
+
+def expert_episodes(env: SearchEnv, episodes: int) -> list[Episode]:
+    played = []
     for seed in range(episodes):
-        start = time.perf_counter()
         obs, info = env.reset(seed=seed)
-        reset_s += time.perf_counter() - start
         expert = env.expert()
-        done = False
+        responses, done = [], False
         while not done:
-            action = expert.act(obs, info)
-            start = time.perf_counter()
-            obs, _, terminated, truncated, info = env.step(action)
-            elapsed = time.perf_counter() - start
-            turn_s += elapsed
-            turns += 1
-            if "<search>" in action:
-                search_s += elapsed
-                searches += 1
+            responses.append(expert.act(obs, info))
+            obs, _, terminated, truncated, info = env.step(responses[-1])
             done = terminated or truncated
-    return 1e3 * reset_s / episodes, 1e3 * search_s / max(searches, 1), turns / turn_s, turns
+        played.append(Episode(seed, tuple(responses), tuple(env.question.golden_answers)))
+    return played
+
+
+@dataclass
+class Timing:
+    reset_s: float = 0.0
+    step_s: float = 0.0
+    search_s: float = 0.0
+    turns: int = 0
+    searches: int = 0
+
+
+def replay(
+    reset: Callable[[Episode], Any],
+    step: Callable[[str], Any],
+    episodes: list[Episode],
+    after_reset: Callable[[Episode], Any] | None = None,
+) -> Timing:
+    """Time ``reset`` and every ``step`` of the played episodes (``after_reset`` runs outside the clock)."""
+    timing = Timing()
+    clock = time.perf_counter
+    for episode in episodes:
+        start = clock()
+        reset(episode)
+        timing.reset_s += clock() - start
+        if after_reset is not None:
+            after_reset(episode)
+        for response in episode.responses:
+            start = clock()
+            step(response)
+            elapsed = clock() - start
+            timing.step_s += elapsed
+            if "<search>" in response:
+                timing.search_s += elapsed
+                timing.searches += 1
+        timing.turns += len(episode.responses)
+    return timing
+
+
+def gem_env(retriever: Any, topk: int, episodes: list[Episode]) -> Any:
+    """GEM's search-tool QA env, its search tool calling ``retriever`` in process."""
+    from datasets import Dataset
+    from gem.envs.qa_env import QaEnv
+    from gem.tools.search_tool import SearchTool
+    from gem.tools.tool_env_wrapper import ToolEnvWrapper
+
+    class InProcessSearchTool(SearchTool):
+        def _search(self, query: str) -> str:
+            hits = retriever.retrieve([query], self.topk)[0]
+            return self._passages2string([{"document": {"contents": hit.passage.contents}} for hit in hits])
+
+    rows = {"question": [str(e.seed) for e in episodes], "answer": [list(e.golden_answers) for e in episodes]}
+    with contextlib.redirect_stderr(io.StringIO()):  # datasets' progress bar for the prompt map
+        env = QaEnv(dataset=Dataset.from_dict(rows))
+    return ToolEnvWrapper(env, [InProcessSearchTool(topk=topk)], max_tool_uses=None)
+
+
+def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[str] | str:
+    """One table row's cells for ``style``, or why GEM did not run."""
+    try:
+        import gem  # noqa: F401
+    except ImportError:
+        return "gem-llm not installed (pip install 'agentenvs[bench-peers]'): GEM not run"
+    env = SearchEnv(style, split="test", corpus_passages=passages)
+    played = expert_episodes(env, min(episodes, env.task_source.size("test")))
+    peer = gem_env(env.retriever, env.topk, played)
+    scorer = env.retriever.scorer
+    ours_rates, gem_rates, ratios, ours_resets, gem_resets = [], [], [], [], []
+    # GEM's reset samples a dataset row; its set_state then puts it on the episode's question
+    sides = (
+        (lambda e: env.reset(seed=e.seed), env.step, None, ours_resets),
+        (lambda e: peer.reset(), peer.step,
+         lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}), gem_resets),
+    )  # fmt: skip
+    for _ in range(repeats):
+        rates = []
+        for reset, step, after_reset, resets in sides:
+            scorer.clear_cache()
+            timing = replay(reset, step, played, after_reset)
+            rates.append(timing.turns / timing.step_s)
+            resets.append(1e6 * timing.reset_s / len(played))
+        ours_rates.append(rates[0])
+        gem_rates.append(rates[1])
+        ratios.append(rates[0] / rates[1])
+    turns = sum(len(e.responses) for e in played)
+    return [
+        style, str(len(played)), str(turns),
+        f"{statistics.median(ours_rates):,.0f}", f"{statistics.median(gem_rates):,.0f}",
+        f"{statistics.median(ratios):.2f}", f"{min(ratios):.2f}",
+        f"{statistics.median(ours_resets):.0f}", f"{statistics.median(gem_resets):.0f}",
+    ]  # fmt: skip
+
+
+def alone(env: SearchEnv, episodes: int) -> tuple[float, float, float, int]:
+    """Mean reset ms, mean search-turn ms, turns per second, turns played."""
+    played = expert_episodes(env, episodes)
+    if hasattr(env.retriever, "scorer"):  # a server client holds no cache here
+        env.retriever.scorer.clear_cache()
+    timing = replay(lambda e: env.reset(seed=e.seed), env.step, played)
+    search_ms = 1e3 * timing.search_s / max(timing.searches, 1)
+    return 1e3 * timing.reset_s / len(played), search_ms, timing.turns / timing.step_s, timing.turns
+
+
+def table_of(title: str, columns: tuple[str, ...], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--passages", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=5, help="alternating ours/GEM passes")
     parser.add_argument("--server", default=None, help="retrieval server URL over the same corpus")
+    parser.add_argument("--skip-server", action="store_true", help="part 1 only")
+    parser.add_argument("--out", help="also write the tables to this file")
     args = parser.parse_args()
-    table = Table(title=f"Search QA, built-in encyclopedia ({args.passages:,} passages), expert episodes")
-    for column in ("set", "retriever", "reset ms", "search turn ms", "turns/s", "turns"):
-        table.add_column(column, justify="right")
-    with contextlib.ExitStack() as stack:
-        if args.server is None:
-            from retrieval_index.server import ServerThread, create_app
+    console = Console(record=True, width=140)
+    emit: Callable[[Any], None] = console.print
+    emit("Search QA turns, agentenvs beside GEM (gem-llm 0.1.0), in process, same responses, same BM25 index;")
+    emit(f"wall time on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run.")
+    rows, notes = [], []
+    for style in STYLES:
+        row = versus_gem(style, args.passages, args.episodes, args.repeats)
+        (notes.append(row) if isinstance(row, str) else rows.append(row))
+        if isinstance(row, str):
+            break
+    columns = ("set", "episodes", "turns", "agentenvs turns/s", "GEM turns/s",
+               "ratio median", "ratio lowest", "agentenvs reset µs", "GEM reset µs")  # fmt: skip
+    if rows:
+        title = f"agentenvs ÷ GEM, {args.passages:,} passages, median of {args.repeats} alternating passes"
+        emit(table_of(title, columns, rows))
+    for note in notes:
+        emit(note)
+    if not args.skip_server:
+        with contextlib.ExitStack() as stack:
+            if args.server is None:
+                from retrieval_index.server import ServerThread, create_app
 
-            app = create_app(builtin_retriever(args.passages, 0), kind="bm25")
-            server = ("local server", stack.enter_context(ServerThread(app)))
-        else:
-            server = ("server", args.server)
-        for style in STYLES:
-            for name, spec in (("in-process BM25", None), server):
-                env = SearchEnv(style, split="test", corpus_passages=args.passages, retriever=spec)
-                reset_ms, search_ms, rate, turns = run(env, min(args.episodes, env.task_source.size("test")))
-                table.add_row(style, name, f"{reset_ms:.3f}", f"{search_ms:.2f}", f"{rate:,.0f}", str(turns))
-    Console().print(table)
+                app = create_app(builtin_retriever(args.passages, 0), kind="bm25")
+                server = ("local server", stack.enter_context(ServerThread(app)))
+            else:
+                server = ("server", args.server)
+            rows = []
+            for style in STYLES:
+                for name, spec in (("in-process BM25", None), server):
+                    env = SearchEnv(style, split="test", corpus_passages=args.passages, retriever=spec)
+                    reset_ms, search_ms, rate, turns = alone(env, min(args.episodes, env.task_source.size("test")))
+                    rows.append([style, name, f"{reset_ms:.3f}", f"{search_ms:.2f}", f"{rate:,.0f}", str(turns)])
+        columns = ("set", "retriever", "reset ms", "search turn ms", "turns/s", "turns")
+        emit(table_of(f"agentenvs alone, {args.passages:,} passages, expert episodes", columns, rows))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(console.export_text())
 
 
 if __name__ == "__main__":

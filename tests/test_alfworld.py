@@ -509,3 +509,23 @@ def test_gym_make_runs_the_expert_to_success():
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             done = terminated or truncated
         assert info["success"], info["task_id"]
+
+
+def test_a_reused_env_gives_every_task_the_keys_of_a_fresh_env():
+    """Resets keep each game's static-facts digest; going back to a game must give the same keys."""
+
+    def keys_of(env: ALFWorldEnv, seed: int) -> list[str]:
+        obs, info = env.reset(seed=seed)
+        expert, keys, done = env.expert(), [info["state_key"]], False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
+            keys.append(info["state_key"])
+            done = terminated or truncated
+        return keys
+
+    reused = ALFWorldEnv(split="test")
+    seeds = [0, 1, 0, 2, 1, 0]
+    played = [keys_of(reused, seed) for seed in seeds]
+    fresh = [keys_of(ALFWorldEnv(split="test"), seed) for seed in seeds]
+    assert played == fresh
+    assert len({keys[0] for keys in played}) == 3  # three different games

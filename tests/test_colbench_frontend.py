@@ -79,6 +79,33 @@ def test_renderers_work_from_any_thread_and_leave_its_event_loop_free():
     assert np.array_equal(np.asarray(renders["a"]), np.asarray(renders["b"]))
 
 
+def test_a_batch_renders_on_the_pool_in_order_with_the_pixels_of_single_renders():
+    pages = [render_page({**DEFAULT_DESIGN, "business": business}) for business in range(6)]
+    single, pool = PageRenderer(pages=1), PageRenderer(pages=3)
+    try:
+        alone = [np.asarray(single.render(page)) for page in pages]
+        batch = pool.render_many(pages + pages[:2])
+        assert pool.open_pages == 3  # never more pages than the pool holds
+        shared: dict[int, Image.Image] = {}
+        threads = [
+            threading.Thread(target=lambda i=i: shared.__setitem__(i, pool.render(pages[i % 6])))
+            for i in range(9)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        single.close()
+        pool.close()
+    assert [np.array_equal(a, np.asarray(b)) for a, b in zip(alone + alone[:2], batch)] == [True] * 8
+    assert all(np.array_equal(alone[i % 6], np.asarray(shared[i])) for i in range(9))
+    assert len({a.tobytes() for a in alone}) == 6  # the pages differ, so order is checked
+    assert pool.open_pages == 0
+    with pytest.raises(ValueError, match="pages must be >= 1"):
+        PageRenderer(pages=0)
+
+
 def test_every_request_outside_the_page_is_blocked():
     hits = []
 
@@ -149,7 +176,7 @@ def test_env_pickles_without_its_browser_and_renders_again(env):
     env.reset(seed=2)
     env.reference_render()
     clone = pickle.loads(pickle.dumps(env))
-    assert clone.renderer.browser is None
+    assert env.renderer.open_pages >= 1 and clone.renderer.open_pages == 0
     *_, info = clone.step("I WANT TO ANSWER:" + clone.task.reference)
     assert info["score"] == 1.0
     clone.close()

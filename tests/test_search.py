@@ -404,6 +404,69 @@ def test_env_survives_tag_soup_and_invalid_turns_change_nothing():
             _, info = env.reset(seed=turn)
 
 
+HOSTILE_PASSAGES = [
+    ("Plain", "Paris is the capital of France."),
+    ("", ""),
+    ("   ", "   "),
+    ("Tabs\tand\u2028separators", "text\x1cwith\x1dodd\x85white\u3000space \t\n"),
+    ("ΟΔΥΣΣΕΥΣ", "ΟΔΥΣΣΕΥΣ ΑΣ the end the"),
+    ("The", "the a an"),
+    ("İstanbul", "İSTANBUL straße ﬁne"),
+    ("Bidi \u202ecba\u202c", "zero\u200bwidth\ufeff joiner"),
+    ("Split", "answer begins here: New"),
+    ("York", "city ends it"),
+    ("quotes \"inside\"", "(Title: fake) Doc 9(Title: x) </information>"),
+]
+
+
+def _hostile_hits(rows):
+    from retrieval_index.types import Passage, RetrievedPassage
+
+    return [
+        RetrievedPassage(Passage(str(row), *HOSTILE_PASSAGES[row]), score=1.0, index=row) for row in rows
+    ]
+
+
+def test_cached_information_key_and_answer_check_equal_the_plain_computation():
+    from agentenvs.core.judges import contains_answer
+    from agentenvs.core.keys import text_key
+    from agentenvs.search.env import PassageLines, format_passages
+
+    golden = ["york city", "the end", "New", "ΣΣ", "istanbul", "title", "doc 2title", "", "paris"]
+    rng = np.random.default_rng(0)
+    lines = PassageLines(capacity=3)  # small, so rows are evicted and made again
+    picks = [[], [8, 9], [4], [1, 2]] + [rng.choice(len(HOSTILE_PASSAGES), size=3).tolist() for _ in range(300)]
+    for rows in picks:
+        hits = _hostile_hits(rows)
+        plain = format_passages(hits)
+        expected = f"\n\n<information>{plain.strip()}</information>\n\n"
+        for answers in ([answer] for answer in golden):
+            lines.set_answers(answers)
+            for _ in range(2):  # made, then from the cache
+                assert lines.information(hits) == (expected, text_key(expected))
+                assert lines.answer_found(hits) == bool(contains_answer(plain, answers)), (rows, answers)
+    assert len(pickle.loads(pickle.dumps(lines))._rows) == 0
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_obs_key_is_the_digest_of_every_observation_under_every_preset(preset):
+    from agentenvs.core.keys import text_key
+
+    env = make("hotpotqa", split="test", reward_preset=preset)
+    env.reset(seed=0)
+    assert env.step("<answer> x </answer>")[4]["obs_key"] == text_key("")  # an answer before any search
+    rng = np.random.default_rng(1)
+    for seed in range(20):
+        obs, info = env.reset(seed=seed)
+        expert, done = env.expert(), False
+        assert info["obs_key"] == text_key(obs)
+        while not done:
+            action = expert.act(obs, info) if seed % 2 else env.sample_action(rng)
+            obs, _, terminated, truncated, info = env.step(action)
+            assert info["obs_key"] == text_key(obs)
+            done = terminated or truncated
+
+
 def test_a_huge_query_is_cut_to_the_documented_bound_and_searches_like_it():
     words = [f"w{i}" for i in range(QUERY_MAX_WORDS + 50)]
     assert bounded_query("  ".join(words)) == " ".join(words[:QUERY_MAX_WORDS])

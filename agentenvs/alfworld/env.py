@@ -145,6 +145,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.game: Game | None = None
         self._targets: GoalTargets | None = None
         self._static_key = ""
+        self._static_keys: dict[str | None, str] = {}  # task id -> digest of its static facts
         self._initial_facts: frozenset[tuple[str, ...]] = frozenset()
 
     # ------------------------------------------------------------ world hooks
@@ -152,7 +153,11 @@ class ALFWorldEnv(AgentEnv[Game, str]):
         self.game = task
         self.world = AlfredWorld(task.problem, task.goal_text, task.version)
         self._targets = goal_targets(self.world.goal)
-        self._static_key = stable_digest(self.world.static_facts())
+        # the digest of a game's static facts is the dearest part of a reset: made once per task
+        static_key = self._static_keys.get(self.task_id)
+        if static_key is None:
+            static_key = self._static_keys[self.task_id] = stable_digest(self.world.static_facts())
+        self._static_key = static_key
         self._initial_facts = self.world.dynamic_facts()
 
     def _parse_action(self, action: str) -> str:

@@ -3,8 +3,10 @@
 :class:`PageRenderer` renders in one headless Chromium (Debian's
 ``chromium`` driven by Playwright, no browser download) that the whole
 process shares, launched on first use and reused for every render, and
-driven from one thread of its own (renderers may be called from any thread);
-each renderer keeps its own page. Each page is loaded with ``set_content``; every
+driven from one thread of its own through Playwright's asyncio API
+(renderers may be called from any thread, and many renders run at once);
+each renderer keeps a pool of pages, so a batch of answers renders in
+parallel (:meth:`PageRenderer.render_many`). Each page is loaded with ``set_content``; every
 request it makes (stylesheets, images, fonts, anything outside the page) is
 aborted, and JavaScript is off, so a render depends on the HTML alone and
 nothing leaves the machine. The viewport is fixed at 800×600 CSS pixels at
@@ -25,14 +27,13 @@ checkpoint (``openai/clip-vit-base-patch32`` in the paper).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import io
-import queue
 import re
 import shutil
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ CHROMIUM_INSTALL = (
 VIEWPORT = {"width": 800, "height": 600}
 MAX_HEIGHT = 2400
 RENDER_TIMEOUT_MS = 10_000
+PAGES = 8  # pages a renderer keeps for concurrent renders
 COMPARE_WIDTH = 64
 _HTML = re.compile(r"<html.*?>.*?</html>", re.DOTALL)
 _BODY = re.compile(r"<body.*?>.*?</body>", re.DOTALL)
@@ -94,63 +96,55 @@ def html_of(answer: str) -> str | None:
 class _BrowserThread:
     """The one thread that drives Playwright and the process's browsers.
 
-    Playwright's sync API binds to the thread that started it and refuses to
-    start in a thread already running an event loop, so every browser call of
-    the process runs here: renderers work from any caller thread, and the
-    caller's own threads stay free for other asyncio or Playwright users.
+    It runs an asyncio loop with Playwright's async API: callers on any thread
+    hand it coroutines (:meth:`call`), and the renders of many pages are in
+    flight at once (Chromium lays out and paints each page in its own
+    renderer process). The callers' own threads hold no Playwright state and
+    stay free for other asyncio or Playwright users.
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = (
-            queue.SimpleQueue()
-        )
+        self._loop = asyncio.new_event_loop()
         self._playwright: Any = None
         self._browsers: dict[str, Any] = {}
-        self._thread = threading.Thread(target=self._serve, name="agentenvs-chromium", daemon=True)
+        self._launching: asyncio.Lock | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, name="agentenvs-chromium", daemon=True)
         self._thread.start()
 
-    def call(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Run ``function(*args)`` on the browser thread; its exception is raised here."""
-        future: Future[Any] = Future()
-        self._jobs.put((future, function, args))
-        return future.result()
+    def call(self, function: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """Run the coroutine ``function(*args)`` on the browser thread; its exception is raised here."""
+        return asyncio.run_coroutine_threadsafe(function(*args), self._loop).result()
 
-    def browser(self, executable: str) -> Any:
+    async def browser(self, executable: str) -> Any:
         """The process's one Chromium for ``executable``, launched on first use (browser thread only)."""
-        if self._playwright is None:
-            from playwright.sync_api import sync_playwright
+        if self._launching is None:
+            self._launching = asyncio.Lock()
+        async with self._launching:  # concurrent first renders launch one browser, not several
+            if self._playwright is None:
+                from playwright.async_api import async_playwright
 
-            self._playwright = sync_playwright().start()
-        browser = self._browsers.get(executable)
-        if browser is None or not browser.is_connected():
-            browser = self._browsers[executable] = self._playwright.chromium.launch(
-                executable_path=executable, args=list(CHROMIUM_ARGS)
-            )
-        return browser
+                self._playwright = await async_playwright().start()
+            browser = self._browsers.get(executable)
+            if browser is None or not browser.is_connected():
+                browser = self._browsers[executable] = await self._playwright.chromium.launch(
+                    executable_path=executable, args=list(CHROMIUM_ARGS)
+                )
+            return browser
 
     def stop(self) -> None:
         """Close the browsers and Playwright, then end the thread."""
         if self._thread.is_alive():
             self.call(self._close_all)
-            self._jobs.put(None)
+            self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
 
-    def _close_all(self) -> None:
+    async def _close_all(self) -> None:
         for browser in self._browsers.values():
-            browser.close()
+            await browser.close()
         self._browsers = {}
         if self._playwright is not None:
-            self._playwright.stop()
+            await self._playwright.stop()
             self._playwright = None
-
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            future, function, args = job
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(function(*args))
-                except BaseException as exc:  # noqa: BLE001 (handed to the caller, raised there)
-                    future.set_exception(exc)
 
 
 _browser_thread: _BrowserThread | None = None
@@ -170,13 +164,25 @@ def browser_thread() -> _BrowserThread:
 class PageRenderer:
     """Renders HTML to images in the process's shared headless Chromium (see the module docstring).
 
-    Its page is a handle into the browser: a pickled or copied renderer opens its own on first use.
+    It holds a pool of up to ``pages`` pages, each in a browser context of
+    its own with the same settings, opened as concurrent renders need them:
+    :meth:`render_many` renders a batch on the pool at once, and
+    :meth:`render_png` may be called from any number of threads at once
+    (each render holds one page from load to screenshot). A page's pixels
+    depend on the HTML alone, so every page of the pool renders a page
+    identically. The pool is a handle into the browser: a pickled or copied
+    renderer opens its own on first use.
     """
 
-    def __init__(self, executable: str | None = None, max_height: int = MAX_HEIGHT) -> None:
+    def __init__(self, executable: str | None = None, max_height: int = MAX_HEIGHT, pages: int = PAGES) -> None:
+        if int(pages) < 1:
+            raise ValueError(f"pages must be >= 1, got {pages}")
         self.executable = require_chromium(executable)
         self.max_height = max_height
-        self._page: Any = None
+        self.pages = int(pages)
+        self._idle: list[Any] = []
+        self._opened = 0
+        self._freed: asyncio.Condition | None = None
         self.blocked_requests = 0
 
     def __getstate__(self) -> dict[str, Any]:
@@ -184,36 +190,59 @@ class PageRenderer:
         return {
             "executable": self.executable,
             "max_height": self.max_height,
-            "_page": None,
+            "pages": self.pages,
+            "_idle": [],
+            "_opened": 0,
+            "_freed": None,
             "blocked_requests": self.blocked_requests,
         }
 
     @property
-    def browser(self) -> Any:
-        return None if self._page is None else self._page.context.browser
+    def open_pages(self) -> int:
+        """Pages of the pool opened so far."""
+        return self._opened
 
-    def _open(self) -> Any:
-        context = browser_thread().browser(self.executable).new_context(
-            viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False
-        )
-        context.route("**/*", self._block)
-        self._page = context.new_page()
-        return self._page
+    async def _acquire(self) -> Any:
+        if self._freed is None:
+            self._freed = asyncio.Condition()
+        async with self._freed:
+            while not self._idle and self._opened >= self.pages:
+                await self._freed.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._opened += 1
+        try:
+            return await self._open()
+        except BaseException:
+            async with self._freed:
+                self._opened -= 1
+                self._freed.notify()
+            raise
 
-    def _block(self, route: Any) -> None:
+    async def _release(self, page: Any) -> None:
+        async with self._freed:
+            self._idle.append(page)
+            self._freed.notify()
+
+    async def _open(self) -> Any:
+        browser = await browser_thread().browser(self.executable)
+        context = await browser.new_context(viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False)
+        await context.route("**/*", self._block)
+        return await context.new_page()
+
+    async def _block(self, route: Any) -> None:
         self.blocked_requests += 1
-        route.abort()
+        await route.abort()
 
-    def render_png(self, html: str) -> bytes:
-        """The full-page screenshot of ``html`` as PNG (800 px wide, at most ``max_height`` tall)."""
-        return browser_thread().call(self._render_png, html)
-
-    def _render_png(self, html: str) -> bytes:
-        page = self._page if self._page is not None else self._open()
-        page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
-        png = page.screenshot(
-            full_page=True, type="png", animations="disabled", caret="hide", timeout=RENDER_TIMEOUT_MS
-        )
+    async def _render_png(self, html: str) -> bytes:
+        page = await self._acquire()
+        try:
+            await page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
+            png = await page.screenshot(
+                full_page=True, type="png", animations="disabled", caret="hide", timeout=RENDER_TIMEOUT_MS
+            )
+        finally:
+            await self._release(page)
         image = Image.open(io.BytesIO(png))
         if image.height <= self.max_height:
             return png
@@ -221,15 +250,37 @@ class PageRenderer:
         image.crop((0, 0, image.width, self.max_height)).save(out, format="PNG")
         return out.getvalue()
 
+    async def _render_all(self, htmls: list[str]) -> list[bytes]:
+        return list(await asyncio.gather(*(self._render_png(html) for html in htmls)))
+
+    def render_png(self, html: str) -> bytes:
+        """The full-page screenshot of ``html`` as PNG (800 px wide, at most ``max_height`` tall)."""
+        return browser_thread().call(self._render_png, html)
+
+    def render_many_png(self, htmls: Sequence[str]) -> list[bytes]:
+        """:meth:`render_png` of every page, in order, rendered at once on the pool."""
+        return browser_thread().call(self._render_all, list(htmls))
+
     def render(self, html: str) -> Image.Image:
         """The render of ``html`` as an RGB image."""
         return decode_png(self.render_png(html))
 
+    def render_many(self, htmls: Sequence[str]) -> list[Image.Image]:
+        """:meth:`render` of every page, in order, rendered at once on the pool."""
+        return [decode_png(png) for png in self.render_many_png(htmls)]
+
     def close(self) -> None:
-        """Close this renderer's page and context (the shared browser stays up)."""
-        if self._page is not None:
-            browser_thread().call(self._page.context.close)
-        self._page = None
+        """Close the pool's pages and contexts (the shared browser stays up); a later render reopens them."""
+        if self._opened:
+            browser_thread().call(self._close_pages)
+
+    async def _close_pages(self) -> None:
+        async with self._freed:
+            while len(self._idle) < self._opened:  # renders in flight keep their pages until done
+                await self._freed.wait()
+            pages, self._idle, self._opened = self._idle, [], 0
+        for page in pages:
+            await page.context.close()
 
 
 def decode_png(png: bytes) -> Image.Image:

@@ -296,6 +296,10 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
     def _format_value(self, parsed: ParsedResponse) -> float:
         return 1.0 if parsed.well_formed else 0.0
 
+    def _observation_key(self, text: str) -> str:
+        """``obs_key`` of ``text`` (families that build an observation from cached parts may know it already)."""
+        return text_key(text)
+
     def _invalid_turn_components(self, parsed: ParsedResponse) -> Mapping[str, float]:
         """Components an invalid turn pays besides ``invalid_action`` = 1, replacing the
         values computed so far (default none: the format as read, every other one 0).
@@ -493,7 +497,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             "turn": self.turn,
             "max_turns": self.max_turns,
             "state_key": self._state_key,
-            "obs_key": text_key(text),
+            "obs_key": self._observation_key(text),
             "reward_components": dict(components),
             "transitions": transitions,
         }

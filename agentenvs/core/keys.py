@@ -146,11 +146,14 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split())
 
 
+def text_digest(normalized: str) -> str:
+    """Digest of text that is already normalized (``text_key(t) == text_digest(normalize_text(t))``)."""
+    return hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=DIGEST_SIZE).hexdigest()
+
+
 def text_key(text: str) -> str:
     """``obs_key`` of an observation: digest of its normalized text."""
-    return hashlib.blake2b(
-        normalize_text(text).encode("utf-8", "surrogatepass"), digest_size=DIGEST_SIZE
-    ).hexdigest()
+    return text_digest(normalize_text(text))
 
 
 def derive_seed(*parts: Any) -> int:

@@ -103,6 +103,7 @@ Known hacks        agentenvs (default): none; ``retrieval`` is potential-based,
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,7 +112,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
-from agentenvs.core.judges import contains_answer, exact_match, token_f1
+from agentenvs.core.judges import exact_match, normalize_answer, token_f1
+from agentenvs.core.keys import text_digest, text_key
 from agentenvs.search.data import (
     DEFAULT_PASSAGES,
     QuestionSource,
@@ -173,13 +175,81 @@ def bounded_query(query: str) -> str:
     return " ".join(query.split(maxsplit=QUERY_MAX_WORDS)[:QUERY_MAX_WORDS])[:QUERY_MAX_CHARS]
 
 
+def passage_body(contents: str) -> str:
+    """A passage's Search-R1 line after its ``Doc {i}`` label: ``(Title: {title}) {text}`` and a newline."""
+    title, _, text = contents.partition("\n")
+    return f"(Title: {title}) {text}\n"
+
+
 def format_passages(hits: Sequence[Any]) -> str:
     """Search-R1's ``Doc {i}(Title: {title}) {text}`` lines, from each passage's ``contents``."""
-    lines = []
-    for i, hit in enumerate(hits):
-        title, _, text = hit.passage.contents.partition("\n")
-        lines.append(f"Doc {i + 1}(Title: {title}) {text}\n")
-    return "".join(lines)
+    return "".join(f"Doc {i + 1}{passage_body(hit.passage.contents)}" for i, hit in enumerate(hits))
+
+
+class PassageLines:
+    """What a search turn derives from each retrieved passage, kept for the last ``capacity`` corpus rows.
+
+    The rollouts of one question retrieve the same passages again and again;
+    each row's Search-R1 line body (:func:`passage_body`), its
+    whitespace-collapsed form and its SQuAD-normalised form are made once.
+
+    - The information text is ``\\n\\n<information>`` + the ``Doc {i}`` lines
+      (stripped) + ``</information>\\n\\n``; its ``obs_key`` hashes the
+      whitespace-collapsed text, which is ``<information>`` + the lines'
+      collapsed forms joined by one space + ``</information>``, because
+      every line starts with ``Doc {i}(Title:`` and ends with a newline.
+    - Search-R1's retrieval check, ``contains_answer(lines, golden)``:
+      SQuAD normalisation works character by character apart from the
+      article rule and whitespace, so the normalised lines are
+      ``" ".join(f"doc {i}" + normalised body)`` (a body starts with
+      ``(Title:``, which becomes the word ``title`` glued to the label's
+      number, never an article); the test on the joined text is the
+      original's substring test, so an answer spanning two passages counts
+      as it does there. The golden answers are normalised once per question.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._rows: OrderedDict[int, list[str | None]] = OrderedDict()
+        self._answers: tuple[str, ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy starts with an empty cache: passages travel as corpus rows, not as text
+        return {"capacity": self.capacity, "_rows": OrderedDict(), "_answers": self._answers}
+
+    def set_answers(self, golden: Sequence[str]) -> None:
+        self._answers = tuple(normalize_answer(answer) for answer in golden)
+
+    def _entry(self, hit: Any) -> list[str | None]:
+        rows = self._rows
+        entry = rows.get(hit.index)
+        if entry is None:
+            body = passage_body(hit.passage.contents)
+            entry = rows[hit.index] = [body, " ".join(body.split()), None]
+            if len(rows) > self.capacity:
+                rows.popitem(last=False)
+        else:
+            rows.move_to_end(hit.index)
+        return entry
+
+    def information(self, hits: Sequence[Any]) -> tuple[str, str]:
+        """The observation after a search and its ``obs_key``."""
+        entries = [self._entry(hit) for hit in hits]
+        lines = "".join(f"Doc {i + 1}{entry[0]}" for i, entry in enumerate(entries))
+        collapsed = " ".join(f"Doc {i + 1}{entry[1]}" for i, entry in enumerate(entries))
+        key = text_digest(f"<information>{collapsed}</information>")
+        return f"\n\n<information>{lines.strip()}</information>\n\n", key
+
+    def answer_found(self, hits: Sequence[Any]) -> bool:
+        """Whether a golden answer occurs in the normalised information lines."""
+        parts = []
+        for i, hit in enumerate(hits):
+            entry = self._entry(hit)
+            if entry[2] is None:
+                entry[2] = normalize_answer(entry[0])
+            parts.append(f"doc {i + 1}{entry[2]}")
+        text = " ".join(parts)
+        return any(answer in text for answer in self._answers)
 
 
 def search_r1_score(correct: bool, valid_sequence: bool, retrieval_correct: bool) -> float:
@@ -267,6 +337,13 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             render_mode=render_mode,
         )
         self.retriever = self._open_retriever()
+        # Search-R1's sequence rule is read by its preset alone; the answer-in-results check by the
+        # paper presets and by the retrieval potential of questions without gold evidence.
+        self._tracks_sequence = reward_preset == "search-r1"
+        self._matches_answers = False
+        self._evidence_rows: tuple[int, ...] = ()
+        self._passages = PassageLines()
+        self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
         self._prompt = ""
         self._clear_episode()
@@ -313,6 +390,10 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     def _start(self, task: Question) -> None:
         self.question = task
         self._prompt = prompt_for(task.question)
+        self._evidence_rows = tuple(int(passage) for passage in task.evidence)
+        self._matches_answers = self.reward_preset != "agentenvs" or not self._evidence_rows
+        if self._matches_answers:
+            self._passages.set_answers(task.golden_answers)
         self._clear_episode()
 
     def _parse_action(self, action: str) -> SearchAction:
@@ -323,7 +404,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     def _format_value(self, parsed: SearchParse) -> float:
         # also records the response for the episode-level format rules (search-r1, mt-grpo)
-        self._sequence.feed(parsed.text)
+        if self._tracks_sequence:
+            self._sequence.feed(parsed.text)
         self._formats.append(parsed.well_formed)
         if self.reward_preset == "mt-ppo":
             return 1.0 if parsed.well_formed else -2.0
@@ -342,15 +424,15 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         hits = self.retriever.retrieve([bounded_query(action.content)], self.topk)[0]
         self._searches += 1
         self._retrieved.update(hit.index for hit in hits)
-        docs = format_passages(hits)
-        found = bool(contains_answer(docs, golden))
+        found = self._matches_answers and self._passages.answer_found(hits)
         self._answer_seen = self._answer_seen or found
         components = {"tool_execution": 1.0 if hits else 0.0, "search_penalty": float(self._searches)}
         if self.reward_preset != "agentenvs":
             components["retrieval"] = 1.0 if found else 0.0
         if self.reward_preset == "mt-ppo" and self.turn + 1 >= self.max_turns:
             components["outcome"] = -1.0  # the last turn passed without an answer
-        return StepOutcome(f"\n\n<information>{docs.strip()}</information>\n\n", components)
+        self._information = self._passages.information(hits)
+        return StepOutcome(self._information[0], components)
 
     def _invalid_turn_components(self, parsed: SearchParse) -> Mapping[str, float]:
         if self.reward_preset != "mt-ppo":
@@ -371,11 +453,18 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     def _turn_observation(self, outcomes: list[StepOutcome]) -> str:
         text = "".join(outcome.feedback for outcome in outcomes)
-        self._sequence.feed(text)
+        if self._tracks_sequence:
+            self._sequence.feed(text)
         return text
 
+    def _observation_key(self, text: str) -> str:
+        if self._information is not None and text == self._information[0]:
+            return self._information[1]
+        return text_key(text)
+
     def _invalid_observation(self, error: str) -> str:
-        self._sequence.feed(INVALID_TEXT)
+        if self._tracks_sequence:
+            self._sequence.feed(INVALID_TEXT)
         return INVALID_TEXT
 
     def _reset_observation(self) -> str:
@@ -387,10 +476,10 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     def _potentials(self) -> Mapping[str, float]:
         if self.reward_preset != "agentenvs":
             return {}
-        evidence = self.question.evidence
+        evidence = self._evidence_rows
         if not evidence:
             return {"retrieval": 1.0 if self._answer_seen else 0.0}
-        found = sum(1 for passage in evidence if int(passage) in self._retrieved)
+        found = sum(1 for row in evidence if row in self._retrieved)
         return {"retrieval": found / len(evidence)}
 
     def _state_key_data(self) -> Any:
