@@ -195,7 +195,9 @@ def test_queued_requests_are_batched(bm25):
         responses = asyncio.run(post_all(url, payloads, 40))
         assert [r.status_code for r in responses] == [200] * 40
         assert sum(gated.batches) == 40
-        assert len(gated.batches) == 2  # all that queued behind the first batch went as the second
+        # the first batch holds what had arrived when the batcher woke (one query, or all 40 where every
+        # request was queued by then); everything that queued behind it went as one more batch
+        assert len(gated.batches) <= 2
         expected = bm25.retrieve([p["queries"][0] for p in payloads], 2)
         got = [[row["contents"] for row in r.json()["result"][0]] for r in responses]
         assert got == [[hit.passage.contents for hit in hits] for hits in expected]
