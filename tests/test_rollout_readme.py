@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 FIGURE = re.compile(r"\d+\.\d+")
@@ -65,13 +67,17 @@ def test_every_figure_of_the_section_is_recorded():
     assert quoted <= recorded, f"the README section quotes {sorted(quoted - recorded)}, recorded nowhere"
 
 
-def test_the_replay_figures_are_the_recorded_episodes_per_second():
+@pytest.mark.parametrize(
+    ("opening", "result"),
+    [("**Replay**", "bench_leaderboard.json"), ("**Replay of random play**", "bench_leaderboard_random.json")],
+)
+def test_the_replay_figures_are_the_recorded_episodes_per_second(opening: str, result: str) -> None:
     import json
 
-    rows = json.loads((RESULTS / "bench_leaderboard.json").read_text())
+    rows = json.loads((RESULTS / result).read_text())
     recorded = {row["env"].removeprefix("agentenvs/").removesuffix("-v0"): round(row["episodes_per_s"]) for row in rows}
     quoted = dict(
         (name, int(rate.replace(",", "")))
-        for rate, name in re.findall(r"(\d[\d,]*) on ([A-Z][A-Za-z-]+)", paragraph(readme_section(), "**Replay**"))
+        for rate, name in re.findall(r"(\d[\d,]*) on ([A-Z][A-Za-z-]+)", paragraph(readme_section(), opening))
     )
     assert len(quoted) >= 4 and quoted.items() <= recorded.items(), (quoted, recorded)
