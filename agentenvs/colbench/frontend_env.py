@@ -68,7 +68,6 @@ from agentenvs.colbench.render import (
     decode_png,
     html_of,
     page_similarity,
-    require_chromium,
 )
 from agentenvs.core.env import StepOutcome
 from agentenvs.core.keys import stable_digest
@@ -119,7 +118,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
-        executable = require_chromium(chromium)  # before any task loads: a missing browser fails fast
+        renderer = PageRenderer(chromium)  # it checks for the browser first: a missing one fails fast
         source = OfficialPages(data_dir) if data_dir is not None else GeneratedPages()
         super().__init__(
             source,
@@ -130,7 +129,7 @@ class ColBenchFrontendEnv(CollaborationEnv):
             reward_weights=reward_weights,
             render_mode=render_mode,
         )
-        self.renderer = PageRenderer(executable)
+        self.renderer = renderer
         self.similarity = ClipSimilarity(clip_checkpoint) if clip_checkpoint is not None else page_similarity
         self.success_threshold = float(success_threshold)
         self._references: OrderedDict[str, bytes] = OrderedDict()
