@@ -10,13 +10,13 @@ never into the SQL text.
 
 from __future__ import annotations
 
-import datetime
 import json
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
+from agentenvs.agents.bundle import utc_now
 from leaderboard.verify import Verdict
 
 SCHEMA = """
@@ -57,12 +57,6 @@ ROW_COLUMNS = (
 )
 # columns added since the first release, added to older board files on open
 ADDED_COLUMNS = {"families": "TEXT"}
-
-
-def utc_now(ahead_s: float = 0.0) -> str:
-    """Now (plus ``ahead_s`` seconds), as the board records times: ``YYYY-MM-DDTHH:MM:SSZ``."""
-    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ahead_s)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Store:

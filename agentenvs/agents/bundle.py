@@ -322,6 +322,12 @@ def _value_problems(schema: Mapping[str, Any], data: Any, path: str) -> Iterator
             yield from _value_problems(items, item, f"{path}[{index}]")
 
 
+def utc_now(ahead_s: float = 0.0) -> str:
+    """Now (plus ``ahead_s`` seconds) as bundles and the board record times: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    moment = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=ahead_s)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def submission_metadata(
     spec: PanelSpec,
     env_digests: Mapping[str, str],
@@ -332,9 +338,10 @@ def submission_metadata(
     settings: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The metadata of a submission on ``spec`` over the envs of ``env_digests`` (created now)."""
+    settings = dict(settings)
     return {
-        "settings": dict(settings),
-        "settings_digest": stable_digest(dict(settings)),
+        "settings": settings,
+        "settings_digest": stable_digest(settings),
         "schema": SCHEMA_VERSION,
         "model": model,
         "model_size": model_size,
@@ -343,7 +350,7 @@ def submission_metadata(
         "panel": spec.name,
         "panel_digest": panel_digest(spec, dict(env_digests)),
         "env_digests": dict(env_digests),
-        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": utc_now(),
     }
 
 

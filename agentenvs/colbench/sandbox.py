@@ -406,7 +406,7 @@ class _Jail:
         poller = select.poll()
         poller.register(self.results, select.POLLIN | select.POLLHUP)
         while b"\n" not in self._buffer:
-            if self.ended or len(self._buffer) > self.limits.output_chars + 1024:
+            if self.ended or self.overlong():
                 return None
             left = deadline - time.monotonic()
             if left <= 0:
