@@ -182,6 +182,8 @@ def test_without_chromium_on_path_the_tests_that_need_it_skip_naming_why(tmp_pat
 def test_with_chromium_on_path_the_frontend_env_finds_it_and_renders() -> None:
     import gymnasium as gym
 
+    import agentenvs  # noqa: F401  (registers the ids: run alone, nothing else has imported it)
+
     env = gym.make(FRONTEND)
     try:
         env.reset(seed=0)
@@ -212,3 +214,30 @@ def test_build_artefacts_are_ignored() -> None:
     ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
     for pattern in ("*.whl", "*.tar.gz", "dist/", "build/", "*.egg-info/", ".venv/"):
         assert pattern in ignored
+
+
+def test_the_suite_loads_where_the_project_cannot_be_imported(tmp_path: Path) -> None:
+    """CI's vLLM and Lucene venvs run single test files without gymnasium: the suite's hooks must load there."""
+    blocker = tmp_path / "sitecustomize.py"
+    blocker.write_text(
+        "import sys\n"
+        "class Blocked:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('gymnasium', 'agentenvs'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, Blocked())\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
+            "tests/test_install.py::test_build_artefacts_are_ignored",
+        ],  # fmt: skip
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "1 passed" in result.stdout
