@@ -21,12 +21,9 @@ Roles alternate strictly, as chat templates require.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import gymnasium as gym
 
 from agentenvs.core.protocol import ActionProtocol
 
@@ -100,13 +97,3 @@ def chat_messages(
         current = f"{current}\n\nAdmissible actions: {', '.join(admissible)}"
     messages.append({"role": "user", "content": current})
     return messages
-
-
-@functools.lru_cache(maxsize=64)
-def registered_instructions(env_id: str) -> str:
-    """The ``instructions`` of the registered env ``env_id`` built with its registered kwargs."""
-    env = gym.make(env_id, disable_env_checker=True)
-    try:
-        return env.unwrapped.instructions
-    finally:
-        env.close()

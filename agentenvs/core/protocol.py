@@ -35,11 +35,19 @@ and the action's validity stay separate signals:
 
 ``parse`` never raises, whatever it is given: ``None``, bytes, megabytes of
 text, unbalanced tags. Work is linear in the response length.
+
+Every family's protocol is a :class:`ResponseProtocol`: it parses, formats,
+and declares its :class:`AnswerFormat` (action tags, think tag, actions per
+turn, separator), so a trainer states the answer format from the env alone.
+:class:`ActionProtocol` is the reading rule above; families with their own
+reading (Search-R1's ``<search>``/``<answer>``, ColBench's free-text
+messages) implement the same interface.
 """
 
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -109,7 +117,42 @@ def find_block(text: str, tag: str, start: int = 0) -> tuple[int, int, int] | No
     return begin, content_start, end + len(tag) + 3
 
 
-class ActionProtocol:
+@dataclass(frozen=True)
+class AnswerFormat:
+    """What a well-formed response looks like, as a prompt states it.
+
+    ``action_tags``: the tags one of which holds the turn's action(s)
+    (``("action",)``; Search-R1: ``("search", "answer")``); empty when the
+    whole response, after the think block, is the action (a free-text
+    message). ``think_tag``: the optional reasoning block placed first.
+    ``max_actions``: actions allowed in one turn, joined by ``separator``
+    (None when one action per turn).
+    """
+
+    action_tags: tuple[str, ...]
+    think_tag: str
+    max_actions: int
+    separator: str | None
+
+
+class ResponseProtocol(ABC):
+    """How an env reads a model response: ``parse``, ``format`` and the declared :class:`AnswerFormat`."""
+
+    @property
+    @abstractmethod
+    def answer_format(self) -> AnswerFormat:
+        """The tags, actions per turn and separator this protocol reads."""
+
+    @abstractmethod
+    def parse(self, response: object) -> ParsedResponse:
+        """The action(s) a raw response names; never raises."""
+
+    @abstractmethod
+    def format(self, actions: str | list[str] | tuple[str, ...], think: str | None = None) -> str:
+        """A well-formed response naming ``actions`` (what scripted agents send)."""
+
+
+class ActionProtocol(ResponseProtocol):
     """Reads actions out of model responses; see the module docstring for the rules.
 
     Args:
@@ -150,6 +193,12 @@ class ActionProtocol:
         self.max_action_chars = max_action_chars
         self.allow_bare = allow_bare
         self.fold_case = fold_case
+
+    @property
+    def answer_format(self) -> AnswerFormat:
+        """One ``action_tag`` block; several actions only where a separator can split them."""
+        max_actions = self.max_actions if self.separator else 1
+        return AnswerFormat((self.action_tag,), self.think_tag, max_actions, self.separator)
 
     def format(self, actions: str | list[str] | tuple[str, ...], think: str | None = None) -> str:
         """Build a well-formed response naming ``actions`` (what scripted agents send)."""

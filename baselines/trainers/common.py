@@ -322,16 +322,18 @@ def make_sampler(config: TrainConfig, model: Any, tokenizer: Any) -> PolicyBacke
 
 
 def make_template(config: TrainConfig) -> PromptTemplate:
-    max_actions = int(
-        config.env_kwargs.get("max_actions_per_turn", 3 if config.env_id == "agentenvs/Sokoban-v0" else 1)
-    )
-    return PromptTemplate(
-        config.env_id,
-        history_window=config.history_window,
-        think=config.think,
-        style=config.template_style,
-        max_actions=max_actions,
-    )
+    """The run's prompt template, from the env the run trains on (its id and kwargs)."""
+    import gymnasium as gym
+
+    import agentenvs  # noqa: F401  (registers the ids)
+
+    env = gym.make(config.env_id, disable_env_checker=True, **config.env_kwargs)
+    try:
+        return PromptTemplate.for_env(
+            env, history_window=config.history_window, think=config.think, style=config.template_style
+        )
+    finally:
+        env.close()
 
 
 def make_engine(
