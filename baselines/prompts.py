@@ -30,6 +30,8 @@ from typing import Any, Literal
 from agentenvs.core.protocol import AnswerFormat
 
 STYLES = ("full", "compact")
+# what for_env reads from env.unwrapped (the table of agentenvs.core.env)
+DECLARATIONS = ("instructions", "goal_in_first_observation", "protocol")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,13 @@ class PromptTemplate:
     style: Literal["full", "compact"] = "full"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.instructions, str):
+            raise TypeError(f"instructions must be a str, got {type(self.instructions).__name__}")
+        if not isinstance(self.goal_in_first_observation, bool):
+            kind = type(self.goal_in_first_observation).__name__
+            raise TypeError(f"goal_in_first_observation must be a bool, got {kind}")
+        if not isinstance(self.answer_format, AnswerFormat):
+            raise TypeError(f"answer_format must be an AnswerFormat, got {type(self.answer_format).__name__}")
         if self.style not in STYLES:
             raise ValueError(f"style must be one of {STYLES}, got {self.style!r}")
         if isinstance(self.history_window, bool) or not isinstance(self.history_window, int):
@@ -88,6 +97,12 @@ class PromptTemplate:
         ``protocol.answer_format``: an instance built with other kwargs than the registered
         ones (more actions per turn, other turn limits) gets its own text."""
         declared = env.unwrapped
+        missing = [name for name in DECLARATIONS if not hasattr(declared, name)]
+        if missing:
+            raise TypeError(
+                f"{type(declared).__name__} does not declare {', '.join(missing)}: a prompt template "
+                "reads them from an agentenvs env (see agentenvs.core.env)"
+            )
         return cls(
             instructions=declared.instructions,
             goal_in_first_observation=declared.goal_in_first_observation,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import agentenvs
@@ -84,7 +85,8 @@ def test_prompts_built_from_the_env_equal_the_pinned_ones(env_id):
             pinned = PINNED[env_id][f"turn {turn}, think={think}"]
             if "prompt" in pinned:
                 assert prompt == pinned["prompt"]
-            assert (digest(prompt), digest(followup)) == (pinned["prompt_sha256_16"], pinned["followup_sha256_16"])
+            assert digest(prompt) == pinned["prompt_sha256_16"]
+            assert digest(followup) == pinned["followup_sha256_16"]
     env.close()
 
 
@@ -113,7 +115,7 @@ def test_a_response_written_as_the_answer_line_says_is_well_formed(env_id):
     env.reset(seed=0)
     tags = PromptTemplate.for_env(env).answer_format.action_tags
     body = "capital of france" if tags else "What should happen for an empty order?"
-    response = f"<think>I need facts</think>" + (f"<{tags[0]}> {body} </{tags[0]}>" if tags else body)
+    response = "<think>I need facts</think>" + (f"<{tags[0]}> {body} </{tags[0]}>" if tags else body)
     parsed = env.unwrapped.protocol.parse(response)
     assert parsed.well_formed and parsed.actions and body in parsed.actions[0]
 
@@ -126,6 +128,13 @@ def test_template_options_are_checked():
         PromptTemplate.for_env(env, history_window=-1)
     with pytest.raises(TypeError, match="history_window"):
         PromptTemplate.for_env(env, history_window=2.0)
+    with pytest.raises(TypeError, match="declare instructions, goal_in_first_observation, protocol"):
+        PromptTemplate.for_env(gym.make("CartPole-v1"))
+    declared = PromptTemplate.for_env(env)
+    with pytest.raises(TypeError, match="goal_in_first_observation must be a bool"):
+        PromptTemplate(declared.instructions, 1, declared.answer_format)
+    with pytest.raises(TypeError, match="answer_format"):
+        PromptTemplate(declared.instructions, True, ("action",))
 
 
 def test_baselines_name_no_env_family_outside_docstrings():
@@ -163,13 +172,20 @@ TOY_WORDS = ("down", "stay")
 class CountdownEnv(AgentEnv[int, str]):
     """Bring a counter to zero; ``<plan>`` then ``<move>down ; stay</move>``, two moves a turn."""
 
-    default_reward_weights: ClassVar[dict[str, float]] = {"outcome": 1.0, "format": 0.0, "invalid_action": -0.1}
+    default_reward_weights: ClassVar[dict[str, float]] = {
+        "outcome": 1.0,
+        "format": 0.0,
+        "invalid_action": -0.1,
+    }
     default_max_turns = 3
     reply_max_tokens: ClassVar[int] = 8
     goal_in_first_observation: ClassVar[bool] = True
 
     def __init__(self, **kwargs: Any) -> None:
-        starts = {"train": [(f"countdown/train/{n}", n) for n in (2, 3, 4, 5)], "test": [("countdown/test/0", 3)]}
+        starts = {
+            "train": [(f"countdown/train/{n}", n) for n in (2, 3, 4, 5)],
+            "test": [("countdown/test/0", 3)],
+        }
         super().__init__(ListTaskSource(starts), **kwargs)
         self.count = 0
 
@@ -216,8 +232,8 @@ def toy_id():
 
 
 TOY_ANSWER = (
-    "Think about the situation step by step inside <plan> </plan>, then give your action inside <move> </move>."
-    " You may give up to 2 actions, separated by ' ; ', in that one block."
+    "Think about the situation step by step inside <plan> </plan>, then give your action inside "
+    "<move> </move>. You may give up to 2 actions, separated by ' ; ', in that one block."
 )
 
 
@@ -249,17 +265,18 @@ def test_a_new_family_gets_correct_training_batches(toy_id):
     from baselines.tiny import bpe_tokenizer, random_causal_lm
     from baselines.trainers.common import TrainConfig, build_samples, collate, make_template
 
-    import numpy as np
-
     template = make_template(TrainConfig(env_id=toy_id, history_window=1))
     assert template == PromptTemplate.for_env(gym.make(toy_id), history_window=1)
     env = gym.make(toy_id)
-    texts = [template.render(first_observation=o, history=[], observation=o, turn=0) for o in
-             (str(env.reset(seed=s)[0]) for s in range(4))]
+    firsts = [str(env.reset(seed=seed)[0]) for seed in range(4)]
+    texts = [template.render(first_observation=o, history=[], observation=o, turn=0) for o in firsts]
     tokenizer = bpe_tokenizer(texts, vocab_size=160, words=[*TOY_WORDS, ";"])
     torch.manual_seed(0)
     model = random_causal_lm(
-        len(tokenizer), hidden_size=16, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id
+        len(tokenizer),
+        hidden_size=16,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     allowed = [tokenizer.convert_tokens_to_ids(word) for word in (*TOY_WORDS, ";")]
     policy = TransformersPolicy(model, tokenizer, allowed_token_ids=allowed)
@@ -273,7 +290,10 @@ def test_a_new_family_gets_correct_training_batches(toy_id):
         observation = first
         for k, turn in enumerate(trajectory.turns):
             expected = template.render(
-                first_observation=first, history=history, observation=observation, turn=k,
+                first_observation=first,
+                history=history,
+                observation=observation,
+                turn=k,
                 admissible=info["admissible_actions"],
             )
             assert turn.prompt_text == expected and tokenizer.decode(turn.prompt_ids) == expected

@@ -1,8 +1,8 @@
 """``AgentEnv``: the env contract of agentenvs, shared by every family.
 
-What a model is told comes from the env alone: a trainer, the eval harness
-and ``baselines.prompts.PromptTemplate.for_env`` read these declarations of
-``env.unwrapped``, and a new family implements each of them:
+What a model is told comes from the env alone: trainers (the reference
+baselines' prompt templates among them) and the eval harness read these
+declarations of ``env.unwrapped``, and a new family implements each of them:
 
 =============================  ==============================  ==========================================
 declaration                    type                            what it says
