@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+import gymnasium as gym
 
 from agentenvs.core.protocol import AnswerFormat
 
@@ -85,7 +87,7 @@ class PromptTemplate:
     @classmethod
     def for_env(
         cls,
-        env: Any,
+        env: gym.Env,
         *,
         history_window: int = 2,
         show_admissible: bool = True,
