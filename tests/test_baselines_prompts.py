@@ -257,7 +257,7 @@ def test_a_new_family_gets_its_prompts_from_its_declarations(toy_id):
 
 
 def test_a_new_family_gets_correct_training_batches(toy_id):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from agentenvs.vector import GroupedVectorEnv
     from baselines.policy import TransformersPolicy
@@ -271,7 +271,6 @@ def test_a_new_family_gets_correct_training_batches(toy_id):
     firsts = [str(env.reset(seed=seed)[0]) for seed in range(4)]
     texts = [template.render(first_observation=o, history=[], observation=o, turn=0) for o in firsts]
     tokenizer = bpe_tokenizer(texts, vocab_size=160, words=[*TOY_WORDS, ";"])
-    torch.manual_seed(0)
     model = random_causal_lm(
         len(tokenizer),
         hidden_size=16,
