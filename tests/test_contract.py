@@ -75,11 +75,7 @@ def test_env_declares_what_a_model_is_told(env_id):
     assert type(family.goal_in_first_observation) is bool
     assert isinstance(base.protocol, ResponseProtocol)
     answer = base.protocol.answer_format
-    assert isinstance(answer, AnswerFormat)
-    assert all(isinstance(tag, str) and tag for tag in answer.action_tags) and answer.think_tag
-    assert type(answer.max_actions) is int and answer.max_actions >= 1
-    assert answer.separator is None or (isinstance(answer.separator, str) and answer.separator.strip())
-    assert answer.max_actions == 1 or answer.separator  # several actions need a separator to split them
+    assert isinstance(answer, AnswerFormat)  # which checks its own fields (tests/test_core_protocol.py)
     # a response laid out as declared, with as many actions as declared, reads well formed and whole
     words = [f"step{k}" for k in range(answer.max_actions)]
     body = f" {answer.separator} ".join(words) if answer.separator else words[0]

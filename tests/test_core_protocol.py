@@ -154,3 +154,20 @@ def test_answer_format_declares_what_the_protocol_reads():
     unsplit = ActionProtocol(max_actions=3)
     assert unsplit.answer_format.max_actions == 1
     assert unsplit.parse("<action>a || b</action>").actions == ("a || b",)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ((("",), "think", 1, None), "tags"),
+        ((["action"], "think", 1, None), "tags"),
+        ((("action",), "think", 0, None), "max_actions"),
+        ((("action",), "think", 2.0, "||"), "max_actions"),
+        ((("action",), "think", True, None), "max_actions"),
+        ((("action",), "think", 1, " "), "separator"),
+        ((("action",), "think", 3, None), "need a separator"),
+    ],
+)
+def test_answer_format_rejects_declarations_no_protocol_can_read(fields, message):
+    with pytest.raises(ValueError, match=message):
+        AnswerFormat(*fields)

@@ -134,6 +134,17 @@ class AnswerFormat:
     max_actions: int
     separator: str | None
 
+    def __post_init__(self) -> None:
+        tags = (*self.action_tags, self.think_tag) if isinstance(self.action_tags, tuple) else None
+        if tags is None or not all(isinstance(tag, str) and tag.strip() for tag in tags):
+            raise ValueError(f"tags must be non-empty strings, got {self.action_tags!r} and {self.think_tag!r}")
+        if isinstance(self.max_actions, bool) or not isinstance(self.max_actions, int) or self.max_actions < 1:
+            raise ValueError(f"max_actions must be an int >= 1, got {self.max_actions!r}")
+        if self.separator is not None and not (isinstance(self.separator, str) and self.separator.strip()):
+            raise ValueError(f"separator must be a non-blank string or None, got {self.separator!r}")
+        if self.max_actions > 1 and self.separator is None:
+            raise ValueError(f"{self.max_actions} actions per turn need a separator to split them")
+
 
 class ResponseProtocol(ABC):
     """How an env reads a model response: ``parse``, ``format`` and the declared :class:`AnswerFormat`."""
