@@ -13,9 +13,10 @@ import pytest
 from gymnasium.envs.registration import EnvSpec
 
 import agentenvs
-from agentenvs.cli import main, main_ids
+from agentenvs.cli import main
 from agentenvs.colbench.render import find_chromium
-from agentenvs.core import EnvEntry
+from agentenvs.core import EnvEntry, registration
+from agentenvs.core.registration import main_ids
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 CONSOLE_SCRIPT = Path(sys.executable).parent / "agentenvs"
@@ -54,10 +55,10 @@ def ghost_env(monkeypatch: pytest.MonkeyPatch) -> str:
         name="Ghost",
         entry_point="agentenvs_ghost.env:GhostEnv",
         summary="needs a missing package",
+        family="Ghost",
         extra="ghost",
     )
-    monkeypatch.setattr(agentenvs, "ENV_ENTRIES", [*agentenvs.ENV_ENTRIES, entry])
-    monkeypatch.setattr(agentenvs, "ENV_IDS", [*agentenvs.ENV_IDS, entry.env_id])
+    monkeypatch.setitem(registration.ENTRIES, entry.env_id, entry)
     monkeypatch.setitem(gym.registry, entry.env_id, EnvSpec(entry.env_id, entry_point=entry.entry_point))
     return entry.env_id
 

@@ -10,6 +10,9 @@ from types import MappingProxyType
 
 from agentenvs.core.registration import EnvEntry
 
+FAMILY = "BabyAI"
+EXPERT = "agentenvs.babyai.expert:BabyAIExpert"
+
 MINIGRID_LEVEL_IDS: tuple[str, ...] = (
     "BabyAI-GoToRedBallGrey-v0",
     "BabyAI-GoToRedBall-v0",
@@ -126,6 +129,8 @@ ENVS = (
     EnvEntry(
         name="BabyAI",
         entry_point=_ENTRY_POINT,
+        family=FAMILY,
+        expert=EXPERT,
         summary="BabyAI grid world (minigrid) as text: the BALROG task mix "
         "(goto, pickup, open, putnext, pick up then go to)",
         extra="babyai",
@@ -134,6 +139,8 @@ ENVS = (
         EnvEntry(
             name=f"BabyAI-{level}",
             entry_point=_ENTRY_POINT,
+            family=FAMILY,
+            expert=EXPERT,
             summary=f"BabyAI level {level} (minigrid) as text",
             kwargs=MappingProxyType({"level": level}),
             extra="babyai",

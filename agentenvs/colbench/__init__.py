@@ -9,16 +9,23 @@ the ``colbench`` extra and Debian's ``chromium``). The expert is
 
 from agentenvs.core.registration import EnvEntry
 
+FAMILY = "ColBench"
+EXPERT = "agentenvs.colbench.expert:ColBenchExpert"
+
 ENVS = (
     EnvEntry(
         name="ColBench",
         entry_point="agentenvs.colbench.env:ColBenchEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Ask a person about the hidden details of a Python function they want, then write it; "
         "hidden tests run in a sandbox (ColBench backend programming, expert: ColBenchExpert).",
     ),
     EnvEntry(
         name="ColBench-Frontend",
         entry_point="agentenvs.colbench.frontend_env:ColBenchFrontendEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Ask a person about the design of a web page they want, then write its HTML; scored by "
         "visual similarity of the Chromium renders (ColBench frontend design, expert: ColBenchExpert).",
         extra="colbench",

@@ -10,6 +10,7 @@ setting: two turns, one search then the answer, MT-GRPO's rewards). See
 
 from agentenvs.core.registration import EnvEntry
 
+FAMILY = "Search"
 ENTRY_POINT = "agentenvs.search.env:SearchEnv"
 EXPERT = "agentenvs.search.expert:SearchExpert"
 SETS = (
@@ -26,6 +27,8 @@ ENVS = (
     EnvEntry(
         name="Search",
         entry_point=ENTRY_POINT,
+        family=FAMILY,
+        expert=EXPERT,
         summary="Answer questions with <search>/<answer> (Search-R1): train NQ + HotpotQA, test all seven sets; "
         f"expert {EXPERT}",
         kwargs={"dataset": "mix"},
@@ -35,6 +38,8 @@ ENVS = (
         EnvEntry(
             name=f"Search-{name}",
             entry_point=ENTRY_POINT,
+            family=FAMILY,
+            expert=EXPERT,
             summary=f"Search QA over the built-in encyclopedia: {what}; expert {EXPERT}",
             kwargs={"dataset": dataset},
             extra="search",
@@ -44,6 +49,8 @@ ENVS = (
     EnvEntry(
         name="Search-TriviaQA-2Turn",
         entry_point=ENTRY_POINT,
+        family=FAMILY,
+        expert=EXPERT,
         summary=f"MT-GRPO's setting: TriviaQA style, one search then the answer, MT-GRPO's rewards; expert {EXPERT}",
         kwargs={"dataset": "triviaqa", "max_turns": 2, "reward_preset": "mt-grpo"},
         extra="search",

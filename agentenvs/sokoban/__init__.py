@@ -2,10 +2,15 @@
 
 from agentenvs.core.registration import EnvEntry
 
+FAMILY = "Sokoban"
+EXPERT = "agentenvs.sokoban.expert:SokobanExpert"
+
 ENVS = (
     EnvEntry(
         name="Sokoban",
         entry_point="agentenvs.sokoban.env:SokobanEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Sokoban 6x6, 1 box; up to 3 moves per turn, 3 turns (MT-PPO case study)",
         kwargs={
             "dim_room": (6, 6),
@@ -18,6 +23,8 @@ ENVS = (
     EnvEntry(
         name="Sokoban-Verl",
         entry_point="agentenvs.sokoban.env:SokobanEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Sokoban 6x6, 1 box; one move per turn, 15 turns (verl-agent setting)",
         kwargs={
             "dim_room": (6, 6),

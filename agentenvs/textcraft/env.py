@@ -94,7 +94,7 @@ import numpy as np
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome
 from agentenvs.core.prompting import compose_instructions
 from agentenvs.core.protocol import ActionProtocol
-from agentenvs.textcraft.expert import PlanTree, TextCraftExpert, craft_command, plan_commands
+from agentenvs.textcraft.planning import PlanTree, craft_command, plan_commands
 from agentenvs.textcraft.recipes import Ingredient, display_name, load_recipe_book
 from agentenvs.textcraft.tasks import TextCraftTask, textcraft_tasks
 from agentenvs.textcraft.world import Command, CommandFailed, CraftingWorld
@@ -222,8 +222,6 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
         return "Send one command (case-sensitive): get N item | craft N item using N item, N item, ... | inventory"
 
     # ---------------------------------------------------------------- agents
-    def expert(self) -> TextCraftExpert:
-        return TextCraftExpert(self)
 
     def sample_action(self, rng: np.random.Generator) -> str:
         """A random command built from one of the listed recipes: fetch one of its

@@ -7,10 +7,15 @@ rapidfuzz); spaCy with ``en_core_web_sm`` and pyserini are optional.
 
 from agentenvs.core.registration import EnvEntry
 
+FAMILY = "WebShop"
+EXPERT = "agentenvs.webshop.expert:WebShopExpert"
+
 ENVS = (
     EnvEntry(
         name="WebShop",
         entry_point="agentenvs.webshop.env:WebShopEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Find and buy the product an instruction describes, with search[...] and click[...] "
         "on WebShop's pages.",
         extra="webshop",
