@@ -2,6 +2,20 @@
 
 Registers ``agentenvs/ALFWorld-v0``; the env needs the ``alfworld`` extra
 (its data files: floor plans, object tables, goal library, PDDL domain).
+
+Lives here: ``env`` (the env), ``world`` (facts and the domain's actions),
+``pddl`` (problem files), ``goals`` (what a goal asks for: read by the env's
+progress reward and by the expert), ``text`` (what ALFWorld says),
+``generator`` and ``official`` (task sources), ``reference`` (TextWorld as
+the differential tests' reference), ``expert`` (the planner as an agent).
+
+The ``ENVS`` entries below name the env, its expert and its random policy
+by import strings, so registering imports nothing of the family.
+
+May import: ``agentenvs.core`` and this package; never a sibling
+family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
+``leaderboard``. The env side (env, world, tasks) never imports the expert;
+the expert imports the env side.
 """
 
 from agentenvs.core.registration import EnvEntry

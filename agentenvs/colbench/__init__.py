@@ -3,8 +3,17 @@
 Registers ``agentenvs/ColBench-v0`` (backend programming, hidden tests run in
 a sandbox; :mod:`agentenvs.colbench.env`) and ``agentenvs/ColBench-Frontend-v0``
 (web pages rendered in Chromium; :mod:`agentenvs.colbench.frontend_env`, needs
-the ``colbench`` extra and Debian's ``chromium``). The expert is
-:class:`agentenvs.colbench.expert.ColBenchExpert` (``env.unwrapped.expert()``).
+the ``colbench`` extra and Debian's ``chromium``). The expert of both is
+:class:`agentenvs.colbench.expert.ColBenchExpert`, named by their registry
+entries (``make_expert(env)``).
+
+The ``ENVS`` entries below name the env, its expert and its random policy
+by import strings, so registering imports nothing of the family.
+
+May import: ``agentenvs.core`` and this package; never a sibling
+family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
+``leaderboard``. The env side (env, world, tasks) never imports the expert;
+the expert imports the env side.
 """
 
 from agentenvs.core.registration import EnvEntry

@@ -6,6 +6,18 @@ setting: two turns, one search then the answer, MT-GRPO's rewards). See
 :mod:`agentenvs.search.env` for the table. The expert is
 :class:`agentenvs.search.expert.SearchExpert`. Needs the ``search`` extra
 (retrieval_index's BM25: bm25s, PyStemmer).
+
+Lives here: ``env`` (the env), ``protocol`` (Search-R1's reading of a
+response), ``world`` (the built-in encyclopedia), ``questions`` and ``data``
+(task sources), ``expert`` (the gold evidence path as an agent).
+
+The ``ENVS`` entries below name the env, its expert and its random policy
+by import strings, so registering imports nothing of the family.
+
+May import: ``agentenvs.core`` and this package and ``retrieval_index``; never a sibling
+family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
+``leaderboard``. The env side (env, world, tasks) never imports the expert;
+the expert imports the env side.
 """
 
 from agentenvs.core.registration import EnvEntry

@@ -1,4 +1,19 @@
-"""Sokoban: push boxes onto targets in generated rooms (gym-sokoban rules, native engine)."""
+"""Sokoban: push boxes onto targets in generated rooms (gym-sokoban rules, native engine).
+
+Lives here: ``env`` (the env), ``room`` (the dynamics), ``solver`` (the
+breadth-first solver: the env's solution plans and the expert read it),
+``generator`` (the task source), ``render`` (pixels), ``reference``
+(gym-sokoban as the differential tests' reference), ``expert`` (the solver's
+moves as an agent).
+
+The ``ENVS`` entries below name the env, its expert and its random policy
+by import strings, so registering imports nothing of the family.
+
+May import: ``agentenvs.core`` and this package; never a sibling
+family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
+``leaderboard``. The env side (env, world, tasks) never imports the expert;
+the expert imports the env side.
+"""
 
 from agentenvs.core.registration import EnvEntry
 
