@@ -369,11 +369,11 @@ def test_state_key_covers_what_a_box_hides():
 
 def test_rollouts_identical_in_a_fresh_process():
     code = (
-        "import json, agentenvs.babyai.env as e, agentenvs.babyai.expert as x\n"
+        "import json, agentenvs.babyai.env as e, agentenvs.babyai.expert as ex\n"
         "out = []\n"
         "for task in ('PutNextLocal/4', 'PickUpSeqGoToLocal/4'):\n"
         "    env = e.BabyAIEnv()\n"
-        "    obs, info = env.reset(options={'task_id': task}); x = x.BabyAIExpert(env)\n"
+        "    obs, info = env.reset(options={'task_id': task}); x = ex.BabyAIExpert(env)\n"
         "    while True:\n"
         "        obs, r, t, u, info = env.step(x.act(obs, info))\n"
         "        out.append([obs, r, info['state_key'], info['obs_key']])\n"

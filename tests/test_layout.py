@@ -19,7 +19,6 @@ expert and random policy import string names an attribute that exists.
 from __future__ import annotations
 
 import ast
-import importlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -175,7 +174,7 @@ def test_the_checker_reports_a_planted_cycle_through_function_level_and_type_che
         {
             "pkg/__init__.py": "",
             "pkg/env.py": "def expert():\n    from pkg.expert import Expert\n    return Expert()\n",
-            "pkg/expert.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .env import expert\n",
+            "pkg/expert.py": "import typing\nif typing.TYPE_CHECKING:\n    from .env import expert\n",
             "pkg/other.py": "import pkg.env\n",
         },
     )
@@ -192,7 +191,9 @@ def test_the_checker_reads_relative_and_from_package_imports_and_skips_implicit_
             "pkg/core/__init__.py": "from . import keys\nfrom .keys import key\n",
             "pkg/core/keys.py": "import os\nkey = 1\n",
             "pkg/family/__init__.py": "from ..core import key\n",
-            "pkg/family/env.py": "from pkg import core\nfrom pkg.core import keys, key\nimport pkg.core.keys\n",
+            "pkg/family/env.py": (
+                "from pkg import core\nfrom pkg.core import keys, key\nimport pkg.core.keys as k\n"
+            ),
         },
     )
     graph = import_graph(tmp_path, ["pkg"])
@@ -292,5 +293,7 @@ def test_the_leaderboard_imports_nothing_from_the_cli(graph):
 
 def test_family_packages_import_only_the_registry(graph):
     """Registering stays import-light: a family's ``__init__`` names its code by import strings only."""
-    assert {f"agentenvs.{family}": graph[f"agentenvs.{family}"] - {"agentenvs.core.registration"}
-            for family in family_packages(ROOT)} == {f"agentenvs.{family}": set() for family in family_packages(ROOT)}
+    assert {
+        f"agentenvs.{family}": graph[f"agentenvs.{family}"] - {"agentenvs.core.registration"}
+        for family in family_packages(ROOT)
+    } == {f"agentenvs.{family}": set() for family in family_packages(ROOT)}

@@ -1,4 +1,4 @@
-"""The registry's queries: ids, families, variants, extras, import strings, registering a family from outside."""
+"""The registry's queries: ids, families, variants, import strings, registering a family from outside."""
 
 from __future__ import annotations
 
@@ -28,8 +28,16 @@ def test_entries_are_the_ids_import_agentenvs_registers():
 
 def test_unknown_ids_name_the_registered_ones():
     variants = sum(entry.variant_of is not None for entry in registration.entries())
-    for bad in ("agentenvs/Nope-v0", "Sokoban-v0", "", "agentenvs/Sokoban-v0\u200b", "agentenvs/\u202eSokoban-v0"):
-        with pytest.raises(UnknownEnvError, match=rf"registered: agentenvs/ALFWorld-v0, .* \(and {variants} variants"):
+    for bad in (
+        "agentenvs/Nope-v0",
+        "Sokoban-v0",
+        "",
+        "agentenvs/Sokoban-v0\u200b",
+        "agentenvs/\u202eSokoban-v0",
+    ):
+        with pytest.raises(
+            UnknownEnvError, match=rf"registered: agentenvs/ALFWorld-v0, .* \(and {variants} variants"
+        ):
             entry_of(bad)
     for not_a_string in (None, 10**30, 1.0, ["agentenvs/Sokoban-v0"]):
         with pytest.raises(UnknownEnvError, match="unknown env id"):
@@ -39,7 +47,10 @@ def test_unknown_ids_name_the_registered_ones():
 def test_family_is_the_entrys_display_name():
     assert {family_of(env_id) for env_id in matching_ids("Search*")} == {"Search"}
     assert family_of("agentenvs/ColBench-Frontend-v0") == "ColBench"
-    assert family_of("agentenvs/BabyAI-GoToObj-v0") == "BabyAI" and family_of("agentenvs/Sokoban-Verl-v0") == "Sokoban"
+    assert (
+        family_of("agentenvs/BabyAI-GoToObj-v0") == "BabyAI"
+        and family_of("agentenvs/Sokoban-Verl-v0") == "Sokoban"
+    )
     assert sorted({entry.family for entry in registration.entries()}) == [
         "ALFWorld", "BabyAI", "ColBench", "Search", "Sokoban", "TextCraft", "WebShop",
     ]  # fmt: skip
@@ -49,10 +60,14 @@ def test_family_is_the_entrys_display_name():
 def test_main_ids_leave_out_variants_and_patterns_match_with_or_without_the_namespace():
     assert "agentenvs/BabyAI-v0" in main_ids() and "agentenvs/Search-TriviaQA-2Turn-v0" not in main_ids()
     assert not any(entry_of(env_id).variant_of for env_id in main_ids())
-    assert matching_ids("Sokoban*") == matching_ids("agentenvs/Sokoban*") == [
-        "agentenvs/Sokoban-v0",
-        "agentenvs/Sokoban-Verl-v0",
-    ]
+    assert (
+        matching_ids("Sokoban*")
+        == matching_ids("agentenvs/Sokoban*")
+        == [
+            "agentenvs/Sokoban-v0",
+            "agentenvs/Sokoban-Verl-v0",
+        ]
+    )
     assert matching_ids("BabyAI-GoTo[RO]*") and all("GoTo" in i for i in matching_ids("BabyAI-GoTo[RO]*"))
     assert matching_ids("") == [] and matching_ids("[") == []
 
@@ -67,7 +82,9 @@ def test_import_strings_resolve_dotted_attributes_and_refuse_malformed_ones():
 
 
 def test_register_adds_an_outside_family_once(monkeypatch: pytest.MonkeyPatch):
-    entry = EnvEntry(name="Outside", entry_point="fixtures.counter_env:CounterEnv", summary="count", family="Outside")
+    entry = EnvEntry(
+        name="Outside", entry_point="fixtures.counter_env:CounterEnv", summary="count", family="Outside"
+    )
     monkeypatch.setattr(registration, "ENTRIES", dict(registration.ENTRIES))
     monkeypatch.setitem(gym.registry, entry.env_id, None)  # removed again after the test
     del gym.registry[entry.env_id]
@@ -85,9 +102,16 @@ def test_registering_imports_no_env_no_expert_and_no_agent():
         "print('\\n'.join(loaded))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(os.environ), timeout=120
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+        timeout=120,
     ).stdout.split()
     families = {f"agentenvs.{name}" for name in registration.family_packages()}
     assert families <= set(out)
-    heavy = [m for m in out if m.startswith(tuple(f"{family}." for family in families) + ("agentenvs.agents",))]
+    heavy = [
+        m for m in out if m.startswith(tuple(f"{family}." for family in families) + ("agentenvs.agents",))
+    ]
     assert heavy == [], heavy

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import agentenvs
+from agentenvs.core.registration import make_expert
 from agentenvs.search import SETS
 from agentenvs.search import env as search_env
 from agentenvs.search.data import builtin_dir
@@ -31,7 +32,6 @@ from agentenvs.search.env import (
 from agentenvs.search.expert import SearchExpert, hop_query
 from agentenvs.search.protocol import SearchProtocol, SequenceChecker
 from agentenvs.search.questions import STYLES, TEST_SIZES, read_questions
-from agentenvs.core.registration import make_expert
 
 SMALL = 3000
 

@@ -11,8 +11,8 @@ Lives here: ``env`` (the env), ``describe`` (the text layer), ``tasks``
 The ``ENVS`` entries below name the env, its expert and its random policy
 by import strings, so registering imports nothing of the family.
 
-May import: ``agentenvs.core`` and this package (and minigrid, inside the modules ``gym.make`` imports); never a sibling
-family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
+May import: ``agentenvs.core`` and this package (and minigrid, inside the
+modules ``gym.make`` imports); never a sibling family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
 ``leaderboard``. The env side (env, world, tasks) never imports the expert;
 the expert imports the env side.
 """

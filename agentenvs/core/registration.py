@@ -117,7 +117,7 @@ def entries() -> list[EnvEntry]:
 
 
 def entry_of(env_id: str) -> EnvEntry:
-    """The entry of a full id (``agentenvs/Sokoban-v0``); :class:`UnknownEnvError` naming the ids otherwise."""
+    """The entry of a full id (``agentenvs/Sokoban-v0``); else UnknownEnvError, naming the ids."""
     try:
         return ENTRIES[env_id]
     except (KeyError, TypeError):
@@ -129,7 +129,7 @@ def entry_of(env_id: str) -> EnvEntry:
 
 
 def family_of(env_id: str) -> str:
-    """The family a registered id belongs to (its entry's ``family``: ``agentenvs/Search-NQ-v0`` -> ``Search``).
+    """The family of a registered id: its entry's ``family`` (``agentenvs/Search-NQ-v0`` -> ``Search``).
 
     An id this version does not register (a row an older leaderboard stored)
     is its name's first dash-separated part, so that row still has a family.
@@ -144,7 +144,7 @@ def main_ids() -> list[str]:
 
 
 def matching_ids(pattern: str) -> list[str]:
-    """Registered ids matching a shell pattern, with or without the namespace (``Sokoban*``, ``agentenvs/BabyAI-Go*``)."""
+    """Registered ids matching a shell pattern, namespace optional (``Sokoban*``, ``agentenvs/Baby*``)."""
     return [
         env_id
         for env_id in ENTRIES
@@ -162,7 +162,9 @@ def unavailable_reason(env_id: str) -> str | None:
     except ImportError as exc:
         entry = ENTRIES.get(env_id)
         extra = entry.extra if entry is not None else None
-        hint = f"needs the {extra} extra (pip install 'agentenvs[{extra}]')" if extra else "cannot be imported"
+        hint = (
+            f"needs the {extra} extra (pip install 'agentenvs[{extra}]')" if extra else "cannot be imported"
+        )
         return f"{hint}: {exc}"
     except Exception as exc:
         return f"cannot be imported: {type(exc).__name__}: {exc}"
@@ -201,7 +203,7 @@ def entry_of_env(env: gym.Env) -> EnvEntry:
                 f" (ids of {cls.__name__}: {', '.join(ids)})" if len(ids) > 1 else ""
             )
         else:
-            how = "register an EnvEntry for it (agentenvs.core.registration.register) and make it with gym.make(id)"
+            how = "register an EnvEntry for it (registration.register) and make it with gym.make(id)"
         raise UnknownEnvError(
             f"this {cls.__name__} was built from its class, so no registry entry names its policies; {how}"
         )
