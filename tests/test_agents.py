@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from fixtures.counter_env import CounterEnv
-from gymnasium.envs.registration import EnvSpec
+from fixtures.registry import register_for_test
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.agents import AgentUnavailable, EpisodeRecord, make_agent, play_episode, replay_episode
@@ -94,20 +94,20 @@ def test_expert_is_the_one_the_registry_names_and_solves_sokoban() -> None:
         assert record.success is True and record.score == 1.0
 
 
+# The counter fixture as a family of its own, naming its expert and its random policy.
+COUNTER = EnvEntry(
+    name="TestCounter",
+    entry_point="fixtures.counter_env:CounterEnv",
+    summary="count to the target",
+    family="Counter",
+    expert="fixtures.counter_env:CountTowardsTarget",
+    random_policy="fixtures.counter_env:AlwaysIncrement",
+)
+
+
 @pytest.fixture
 def counter_id(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The counter fixture registered as a family of its own, naming its expert and its random policy."""
-    entry = EnvEntry(
-        name="TestCounter",
-        entry_point="fixtures.counter_env:CounterEnv",
-        summary="count to the target",
-        family="Counter",
-        expert="fixtures.counter_env:CountTowardsTarget",
-        random_policy="fixtures.counter_env:AlwaysIncrement",
-    )
-    monkeypatch.setitem(registration.ENTRIES, entry.env_id, entry)
-    monkeypatch.setitem(gym.registry, entry.env_id, EnvSpec(entry.env_id, entry_point=entry.entry_point))
-    return entry.env_id
+    return register_for_test(monkeypatch, COUNTER)
 
 
 def test_a_family_registered_outside_the_package_gets_the_policies_its_entry_names(counter_id: str) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from gymnasium.envs.registration import EnvSpec
+from fixtures.registry import register_for_test
 
 import agentenvs
 from agentenvs.cli import main
 from agentenvs.colbench.render import find_chromium
-from agentenvs.core import EnvEntry, registration
+from agentenvs.core import EnvEntry
 from agentenvs.core.registration import main_ids
 
 SOKOBAN = "agentenvs/Sokoban-v0"
@@ -51,16 +51,8 @@ def test_list_shows_every_id_once(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.fixture
 def ghost_env(monkeypatch: pytest.MonkeyPatch) -> str:
     """A registered id whose extra is not installed."""
-    entry = EnvEntry(
-        name="Ghost",
-        entry_point="agentenvs_ghost.env:GhostEnv",
-        summary="needs a missing package",
-        family="Ghost",
-        extra="ghost",
-    )
-    monkeypatch.setitem(registration.ENTRIES, entry.env_id, entry)
-    monkeypatch.setitem(gym.registry, entry.env_id, EnvSpec(entry.env_id, entry_point=entry.entry_point))
-    return entry.env_id
+    ghost = EnvEntry("Ghost", "agentenvs_ghost.env:GhostEnv", "needs a missing package", "Ghost", extra="ghost")
+    return register_for_test(monkeypatch, ghost)
 
 
 def test_missing_extras_are_named_and_skipped(ghost_env: str, capsys: pytest.CaptureFixture[str]) -> None:

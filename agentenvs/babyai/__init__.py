@@ -8,13 +8,9 @@ never imports minigrid. ``gym.make`` imports it and names the extra to install
 Lives here: ``env`` (the env), ``describe`` (the text layer), ``tasks``
 (levels and seeds per split), ``expert`` (minigrid's bot answering in text).
 
-The ``ENVS`` entries below name the env, its expert and its random policy
-by import strings, so registering imports nothing of the family.
-
-May import: ``agentenvs.core`` and this package (and minigrid, inside the
-modules ``gym.make`` imports); never a sibling family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
-``leaderboard``. The env side (env, world, tasks) never imports the expert;
-the expert imports the env side.
+May import: ``agentenvs.core`` and this package (minigrid only in the
+modules ``gym.make`` imports), by the rule every family follows (see
+:mod:`agentenvs.core.registration`).
 """
 
 from types import MappingProxyType

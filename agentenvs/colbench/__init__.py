@@ -7,13 +7,8 @@ the ``colbench`` extra and Debian's ``chromium``). The expert of both is
 :class:`agentenvs.colbench.expert.ColBenchExpert`, named by their registry
 entries (``make_expert(env)``).
 
-The ``ENVS`` entries below name the env, its expert and its random policy
-by import strings, so registering imports nothing of the family.
-
-May import: ``agentenvs.core`` and this package; never a sibling
-family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
-``leaderboard``. The env side (env, world, tasks) never imports the expert;
-the expert imports the env side.
+May import: ``agentenvs.core`` and this package, by the rule every
+family follows (see :mod:`agentenvs.core.registration`).
 """
 
 from agentenvs.core.registration import EnvEntry

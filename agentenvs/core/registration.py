@@ -12,6 +12,13 @@ Queries: :func:`entries`, :func:`entry_of`, :func:`family_of`,
 :func:`available_main_ids`; :func:`make_expert` and :func:`make_random_policy`
 build an env's policies from its entry, found through the env's spec.
 
+The rule every family package follows: its ``ENVS`` entries name its code by
+import strings only; it imports ``agentenvs.core`` and itself (Search and
+WebShop also ``retrieval_index``), never a sibling family,
+``agentenvs.agents``/``eval``/``cli``, ``baselines`` or ``leaderboard``; its
+env side (env, world, tasks) never imports its expert, which imports the env
+side. ``tests/test_layout.py`` checks all of it on the import graph.
+
 May import: the standard library and gymnasium. It finds the family packages
 on its package's directory and imports them with :mod:`importlib`, so no
 import statement points back at ``agentenvs`` (the package imports this module).

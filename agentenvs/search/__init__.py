@@ -11,13 +11,8 @@ Lives here: ``env`` (the env), ``protocol`` (Search-R1's reading of a
 response), ``world`` (the built-in encyclopedia), ``questions`` and ``data``
 (task sources), ``expert`` (the gold evidence path as an agent).
 
-The ``ENVS`` entries below name the env, its expert and its random policy
-by import strings, so registering imports nothing of the family.
-
-May import: ``agentenvs.core`` and this package and ``retrieval_index``; never a sibling
-family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
-``leaderboard``. The env side (env, world, tasks) never imports the expert;
-the expert imports the env side.
+May import: ``agentenvs.core`` and this package and ``retrieval_index``, by the rule every
+family follows (see :mod:`agentenvs.core.registration`).
 """
 
 from agentenvs.core.registration import EnvEntry

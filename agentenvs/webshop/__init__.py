@@ -9,13 +9,8 @@ Lives here: ``env`` (the env), ``pages`` (the page flow and its renderings),
 ``reward`` (the purchase reward), ``generator`` and ``official`` (the
 built-in catalog and the published files), ``expert`` (buys the goal product).
 
-The ``ENVS`` entries below name the env, its expert and its random policy
-by import strings, so registering imports nothing of the family.
-
-May import: ``agentenvs.core`` and this package and ``retrieval_index``; never a sibling
-family, ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or
-``leaderboard``. The env side (env, pages, catalog, search, reward) never
-imports the expert; the expert imports the env side.
+May import: ``agentenvs.core`` and this package and ``retrieval_index``, by the rule every
+family follows (see :mod:`agentenvs.core.registration`).
 """
 
 from agentenvs.core.registration import EnvEntry
