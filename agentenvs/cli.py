@@ -51,7 +51,7 @@ import agentenvs
 from agentenvs.agents import AGENTS, AgentUnavailable, EpisodeRecord, play_episode, replay_episode
 from agentenvs.core import registration
 from agentenvs.core.env import MissingProgram
-from agentenvs.core.registration import NAMESPACE, main_ids, unavailable_reason
+from agentenvs.core.registration import main_ids, unavailable_reason
 
 QUIT_WORDS = ("quit", "exit")
 
@@ -67,11 +67,11 @@ class _Parser(argparse.ArgumentParser):
 
 # ------------------------------------------------------------------ env access
 def resolve_env_id(name: str) -> str:
-    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``."""
-    for candidate in (name, f"{NAMESPACE}/{name}"):
-        if candidate in gym.registry:
-            return candidate
-    raise UsageError(f"unknown env id {name!r}; `agentenvs list` shows the ids")
+    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``; a usage error otherwise."""
+    try:
+        return registration.resolve_id(name)
+    except registration.UnknownEnvError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def matching_ids(pattern: str) -> list[str]:

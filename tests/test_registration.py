@@ -44,6 +44,22 @@ def test_unknown_ids_name_the_registered_ones():
             entry_of(not_a_string)  # type: ignore[arg-type]
 
 
+def test_short_ids_resolve_and_hostile_names_do_not():
+    assert registration.resolve_id("Sokoban-v0") == registration.resolve_id("agentenvs/Sokoban-v0")
+    hostile = (
+        "Sokoban",
+        "\ud800",
+        "Sokoban-v0\u200b",
+        "../Sokoban-v0",
+        "/agentenvs/Sokoban-v0",
+        "(" * 200_000,
+    )
+    for bad in hostile:
+        with pytest.raises(UnknownEnvError, match="`agentenvs list` shows the ids") as error:
+            registration.resolve_id(bad)
+        assert len(str(error.value)) < 200  # a hostile name is cut, not echoed whole
+
+
 def test_family_is_the_entrys_display_name():
     assert {family_of(env_id) for env_id in matching_ids("Search*")} == {"Search"}
     assert family_of("agentenvs/ColBench-Frontend-v0") == "ColBench"

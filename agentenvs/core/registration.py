@@ -7,7 +7,7 @@ the code behind its id by ``"module:attr"`` import strings only (the env
 class, the expert, the random policy), so registering imports no env and never
 fails for a missing extra; ``gym.make`` reports the extra to install instead.
 
-Queries: :func:`entries`, :func:`entry_of`, :func:`family_of`,
+Queries: :func:`entries`, :func:`entry_of`, :func:`resolve_id`, :func:`family_of`,
 :func:`main_ids`, :func:`matching_ids`, :func:`unavailable_reason`,
 :func:`available_main_ids`; :func:`make_expert` and :func:`make_random_policy`
 build an env's policies from its entry, found through the env's spec.
@@ -118,6 +118,12 @@ def register_all() -> list[EnvEntry]:
 
 
 # ------------------------------------------------------------------ queries
+def _shown(name: Any, limit: int = 80) -> str:
+    """``repr(name)`` cut to ``limit`` characters, so an error about a hostile name stays one short line."""
+    text = repr(name)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def entries() -> list[EnvEntry]:
     """Every registered entry, in registration order."""
     return list(ENTRIES.values())
@@ -130,9 +136,17 @@ def entry_of(env_id: str) -> EnvEntry:
     except (KeyError, TypeError):
         variants = sum(entry.variant_of is not None for entry in ENTRIES.values())
         raise UnknownEnvError(
-            f"unknown env id {env_id!r}; registered: {', '.join(main_ids())} "
+            f"unknown env id {_shown(env_id)}; registered: {', '.join(main_ids())} "
             f"(and {variants} variants; `agentenvs list` shows them all)"
         ) from None
+
+
+def resolve_id(name: str) -> str:
+    """The registered id ``name`` names, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``."""
+    for candidate in (name, f"{NAMESPACE}/{name}"):
+        if candidate in gym.registry:
+            return candidate
+    raise UnknownEnvError(f"unknown env id {_shown(name)}; `agentenvs list` shows the ids")
 
 
 def family_of(env_id: str) -> str:
