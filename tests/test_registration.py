@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import gymnasium as gym
 import pytest
@@ -99,7 +100,10 @@ def test_import_strings_resolve_dotted_attributes_and_refuse_malformed_ones():
 
 def test_register_adds_an_outside_family_once(monkeypatch: pytest.MonkeyPatch):
     entry = EnvEntry(
-        name="Outside", entry_point="fixtures.counter_env:CounterEnv", summary="count", family="Outside"
+        name="TestOutside",
+        entry_point="fixtures.counter_env:CounterEnv",
+        summary="count",
+        family="TestOutside",
     )
     monkeypatch.setattr(registration, "ENTRIES", dict(registration.ENTRIES))
     monkeypatch.setitem(gym.registry, entry.env_id, None)  # removed again after the test
@@ -108,6 +112,8 @@ def test_register_adds_an_outside_family_once(monkeypatch: pytest.MonkeyPatch):
     registration.register(entry)
     assert registration.entries()[-1] is entry and len(registration.entries()) == len(agentenvs.ENV_IDS) + 1
     assert gym.spec(entry.env_id).entry_point == entry.entry_point and main_ids()[-1] == entry.env_id
+    with pytest.raises(ValueError, match="TestOutside-v0 is already registered"):
+        registration.register(replace(entry, summary="another"))
 
 
 def test_registering_imports_no_env_no_expert_and_no_agent():

@@ -103,8 +103,10 @@ def discover() -> list[EnvEntry]:
 
 
 def register(entry: EnvEntry) -> None:
-    """Add one entry to the registry and to gymnasium's (idempotent for the same id)."""
-    ENTRIES.setdefault(entry.env_id, entry)
+    """Add one entry to the registry and to gymnasium's (idempotent; a second entry for an id is refused)."""
+    known = ENTRIES.setdefault(entry.env_id, entry)
+    if known != entry:
+        raise ValueError(f"{entry.env_id} is already registered, by the entry {known}")
     if entry.env_id not in gym.registry:
         gym.register(id=entry.env_id, entry_point=entry.entry_point, kwargs=dict(entry.kwargs))
 
