@@ -53,7 +53,9 @@ class EnvEntry:
     Search ids are one family, ``"Search"``). ``expert`` and ``random_policy``
     are ``"module:attr"`` import strings: ``expert`` a callable
     ``(env) -> Agent`` (None: the env ships no expert), ``random_policy`` a
-    callable ``(env, seed) -> Agent``. ``variant_of`` names the main env a
+    callable ``(env, seed) -> Agent``, by default the uniform agent of
+    :mod:`agentenvs.agents.scripted` (named, not imported: core imports
+    nothing above it). ``variant_of`` names the main env a
     variant id specialises (one BabyAI level of the ``BabyAI`` mix);
     ``agentenvs run all`` covers main ids only.
     """

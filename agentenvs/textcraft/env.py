@@ -26,7 +26,7 @@ reward             weighted sum of (unweighted values in ``reward_components``):
   outcome          1 when the goal is crafted (ends the episode); weight 1.0
   progress         Φ(s') − Φ(s), **potential-based**; weight 0.2. Φ = share of
                    the nodes of the goal's plan tree that are covered: one
-                   node per item the expert planner crafts to make the goal
+                   node per item the recipe planner crafts to make the goal
                    (the goal included), a node covered when the inventory
                    holds ≥ 1 item satisfying it or an ancestor node is covered.
                    Φ = 1 once the goal is held, so an episode's progress sums
