@@ -7,7 +7,10 @@ level, inside functions and under ``if TYPE_CHECKING:`` alike. ``from p import
 name`` imports the module ``p.name`` when there is one and the package ``p``
 otherwise. The parent packages Python imports on the way to a module
 (``agentenvs`` and ``agentenvs.core`` for ``agentenvs.core.keys``) are no
-edges: they run first and never wait for the importer.
+edges: they run first and never wait for the importer. ``importlib`` calls
+are no statements and are not read: the registry finds the families and the
+policies its entries name that way, so naming code by an import string adds
+no edge.
 
 Rules: no cycle; a family (a subpackage of ``agentenvs`` whose ``__init__``
 lists ``ENVS``) imports nothing of ``agentenvs`` but ``agentenvs.core`` and
