@@ -51,7 +51,9 @@ def test_list_shows_every_id_once(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.fixture
 def ghost_env(monkeypatch: pytest.MonkeyPatch) -> str:
     """A registered id whose extra is not installed."""
-    ghost = EnvEntry("Ghost", "agentenvs_ghost.env:GhostEnv", "needs a missing package", "Ghost", extra="ghost")
+    ghost = EnvEntry(
+        "Ghost", "agentenvs_ghost.env:GhostEnv", "needs a missing package", "Ghost", extra="ghost"
+    )
     return register_for_test(monkeypatch, ghost)
 
 
