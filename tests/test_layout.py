@@ -12,11 +12,13 @@ are no statements and are not read: the registry finds the families and the
 policies its entries name that way, so naming code by an import string adds
 no edge.
 
-Rules: no cycle; a family (a subpackage of ``agentenvs`` whose ``__init__``
-lists ``ENVS``) imports nothing of ``agentenvs`` but ``agentenvs.core`` and
-itself, and ``retrieval_index`` only where DESIGN.md allows it (Search,
-WebShop); an env module never reaches its expert; every registry entry's
-expert and random policy import string names an attribute that exists.
+Rules: no cycle; arrows point one way (``agentenvs`` never imports
+``baselines`` or ``leaderboard``; ``agentenvs.core`` imports only itself); a
+family (a subpackage of ``agentenvs`` whose ``__init__`` lists ``ENVS``)
+imports nothing of ``agentenvs`` but ``agentenvs.core`` and itself, and
+``retrieval_index`` only where DESIGN.md allows it (Search, WebShop); an env
+module never reaches its expert; every registry entry's expert and random
+policy import string names an attribute that exists.
 """
 
 from __future__ import annotations
@@ -288,6 +290,21 @@ def test_every_entrys_expert_and_random_policy_names_an_existing_attribute():
         if unavailable_reason(entry.env_id) is None:
             for string in filter(None, (entry.expert, entry.random_policy)):
                 assert callable(load_import_string(string)), string
+
+
+def test_arrows_point_one_way(graph):
+    """``agentenvs`` and ``retrieval_index`` never import trainers or the board; core imports only core."""
+    back = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (
+            module.startswith(("agentenvs", "retrieval_index"))
+            and target.startswith(("baselines", "leaderboard"))
+        )
+        or (module.startswith("agentenvs.core") and not target.startswith("agentenvs.core"))
+    )
+    assert back == []
 
 
 def test_the_leaderboard_imports_nothing_from_the_cli(graph):
