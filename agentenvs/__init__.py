@@ -6,7 +6,7 @@ every query about it (an id's entry, family, expert; main ids; missing extras)
 live in :mod:`agentenvs.core.registration`.
 
 May import: ``agentenvs.core.registration`` only, so that registering imports
-no env, no agent and no third-party package beyond gymnasium.
+no env and no agent (third-party: gymnasium and what it imports, numpy).
 """
 
 from agentenvs.core.registration import register_all
