@@ -11,9 +11,18 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 import pytest
+from fixtures.registry import register_for_test
 
 import agentenvs
-from agentenvs.core import ActionProtocol, AgentEnv, AnswerFormat, InvalidAction, ListTaskSource, StepOutcome
+from agentenvs.core import (
+    ActionProtocol,
+    AgentEnv,
+    AnswerFormat,
+    EnvEntry,
+    InvalidAction,
+    ListTaskSource,
+    StepOutcome,
+)
 from baselines.prompts import HistoryEntry, PromptTemplate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,7 +174,6 @@ def test_baselines_name_no_env_family_outside_docstrings():
 
 
 # ------------------------------------------------------------ a family the baselines never saw
-TOY_ID = "agentenvs-toy/Countdown-v0"
 TOY_WORDS = ("down", "stay")
 
 
@@ -224,11 +232,18 @@ class CountdownEnv(AgentEnv[int, str]):
         return list(TOY_WORDS)
 
 
+# registered as a family of its own, outside the package; nothing under baselines/ knows it
+COUNTDOWN = EnvEntry(
+    name="TestCountdown",
+    entry_point=f"{__name__}:CountdownEnv",
+    summary="count down to zero",
+    family="Countdown",
+)
+
+
 @pytest.fixture
-def toy_id():
-    gym.register(TOY_ID, entry_point=CountdownEnv)
-    yield TOY_ID
-    del gym.registry[TOY_ID]
+def toy_id(monkeypatch: pytest.MonkeyPatch) -> str:
+    return register_for_test(monkeypatch, COUNTDOWN)
 
 
 TOY_ANSWER = (
