@@ -160,9 +160,7 @@ def preset_options(estimator: str, preset: str, code: str | None) -> dict[str, A
     return {}
 
 
-def similarity_options(
-    settings: Any, *, preset: str = "paper", code: str | None = None
-) -> dict[str, Any]:
+def similarity_options(settings: Any, *, preset: str = "paper", code: str | None = None) -> dict[str, Any]:
     """Keyword options of ``similarity_anchor_keys`` from a trainer's settings (a mapping).
 
     ``threshold`` is ``settings["similarity_threshold"]`` and ``order`` is

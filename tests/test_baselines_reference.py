@@ -432,7 +432,6 @@ def test_similarity_options_take_the_settings_and_the_reference_order():
         similarity_options(settings, preset="reference", code="verl")
 
 
-
 # difflib's junk heuristic applies to its second argument from 200 characters on: with the 201-character
 # observation second, all its common characters are "popular", no match can start, and the ratio is 0;
 # first, the ratio is 0.995.
