@@ -14,7 +14,7 @@ from gymnasium.envs.registration import EnvSpec
 
 import agentenvs
 from agentenvs.cli import main, main_ids
-from agentenvs.colbench.render import find_chromium
+from agentenvs.colbench.frontend.render import find_chromium
 from agentenvs.core import EnvEntry
 
 SOKOBAN = "agentenvs/Sokoban-v0"

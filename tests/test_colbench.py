@@ -4,21 +4,23 @@ expert's 100%, rewards, state keys, snapshots."""
 from __future__ import annotations
 
 import copy
+import importlib
 import pickle
 import re
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
 from fixtures.colbench_tasks import write_official
 
 import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.colbench.backend.env import ColBenchEnv
+from agentenvs.colbench.backend.families import FAMILIES, LATE_FEE
+from agentenvs.colbench.backend.sandbox import CallResult, Sandbox, SandboxLimits
+from agentenvs.colbench.backend.scoring import evaluate, strip_fences
+from agentenvs.colbench.backend.tasks import BackendTask, GeneratedTasks, generate_task, run_trusted_reference
 from agentenvs.colbench.collaborators import DONT_KNOW, RuleCollaborator, asked_facts
-from agentenvs.colbench.env import ColBenchEnv
 from agentenvs.colbench.expert import AnswerAtOnce, ColBenchExpert
-from agentenvs.colbench.families import FAMILIES, LATE_FEE
-from agentenvs.colbench.sandbox import CallResult, Sandbox, SandboxLimits
-from agentenvs.colbench.scoring import evaluate, strip_fences
-from agentenvs.colbench.tasks import BackendTask, GeneratedTasks, generate_task, run_trusted_reference
 from agentenvs.core import derive_rng
 
 LIMITS = SandboxLimits(call_seconds=2.0)
@@ -340,3 +342,47 @@ def test_llm_collaborator_failure_raises_instead_of_scoring():
         env.reset(seed=0)
         with pytest.raises(ChatError):
             env.step("What does one item cost?")
+
+
+def _colbench_imports() -> dict[str, set[str]]:
+    """Every agentenvs.colbench module (dotted name) and the agentenvs.colbench modules it imports."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    found = {}
+    for path in sorted((root / "agentenvs" / "colbench").rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        found[module] = {name for name in imported if name.startswith("agentenvs.colbench")}
+    return found
+
+
+def test_backend_and_frontend_never_import_each_other_and_the_shared_modules_import_neither():
+    imports = _colbench_imports()
+    backend, frontend = "agentenvs.colbench.backend", "agentenvs.colbench.frontend"
+    assert {m for m in imports if m.startswith(backend + ".")} >= {
+        f"{backend}.{name}" for name in ("env", "tasks", "families", "sandbox", "jail", "scoring")
+    }
+    assert {m for m in imports if m.startswith(frontend + ".")} >= {
+        f"{frontend}.{name}" for name in ("env", "tasks", "render")
+    }
+    for module, imported in imports.items():
+        if module.startswith(backend):
+            assert not {n for n in imported if n.startswith(frontend)}, module
+        elif module.startswith(frontend):
+            assert not {n for n in imported if n.startswith(backend)}, module
+        elif module != "agentenvs.colbench":  # the registry names both envs' entry points as strings
+            assert not {n for n in imported if n.startswith((backend, frontend))}, module
+
+
+@pytest.mark.parametrize(
+    "old", ["env", "tasks", "families", "sandbox", "jail", "scoring", "frontend_env", "pages", "render"]
+)
+def test_no_module_is_left_at_an_old_flat_path(old):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"agentenvs.colbench.{old}")

@@ -1,7 +1,7 @@
 """ColBench backend tasks: the built-in generator and the official ColBench files.
 
 Built in (default): :class:`GeneratedTasks` draws a family of
-:mod:`agentenvs.colbench.families` and its hidden parameters per task;
+:mod:`agentenvs.colbench.backend.families` and its hidden parameters per task;
 train 10,000 / valid 1,000 / test 1,000 tasks (ColBench: 10,000 train, 1,000
 test). Splits are disjoint by content: a task belongs to the split its
 (family, parameters) hash selects, so no hidden spec is in two splits; a
@@ -19,23 +19,18 @@ come from running ``ground_truth`` in the sandbox (see the env).
 from __future__ import annotations
 
 import json
-from abc import abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from agentenvs.colbench.families import FAMILIES, Fact
-from agentenvs.colbench.sandbox import CallResult
-from agentenvs.core.keys import derive_rng, stable_digest
-from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError, split_of_content
+from agentenvs.colbench.backend.families import FAMILIES
+from agentenvs.colbench.backend.sandbox import CallResult
+from agentenvs.colbench.sources import Fact, GeneratedSource, draw_in_split, official_files
+from agentenvs.core.keys import stable_digest
+from agentenvs.core.tasks import IdListTaskSource, UnknownTaskError
 
-SIZES = {"train": 10_000, "valid": 1_000, "test": 1_000}
-SPLIT_WEIGHTS = {"train": 10, "valid": 1, "test": 1}
 PREFIX = "colbench"
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -65,17 +60,6 @@ def run_trusted_reference(source: str, calls: tuple[str, ...]) -> tuple[CallResu
     return tuple(CallResult(True, eval(call, namespace)) for call in calls)
 
 
-def draw_in_split(prefix: str, split: str, index: int, draw: Callable[[np.random.Generator], Any]) -> tuple:
-    """The first candidate ``draw(rng)`` (attempts 0, 1, ... of ``(prefix, split, index)``) whose
-    content hash lands in ``split``, with the RNG that drew it: splits disjoint by content."""
-    for attempt in range(10_000):
-        rng = derive_rng(prefix, split, index, attempt)
-        content = draw(rng)
-        if split_of_content(content, SPLIT_WEIGHTS) == split:
-            return rng, content
-    raise RuntimeError("no candidate landed in the split")  # probability ~ (11/12)^10000
-
-
 def generate_task(split: str, index: int) -> BackendTask:
     """The built-in task at ``index`` of ``split`` (deterministic)."""
 
@@ -100,40 +84,6 @@ def generate_task(split: str, index: int) -> BackendTask:
     )
 
 
-class GeneratedSource(TaskSource[T]):
-    """Built-in tasks of fixed split sizes (:data:`SIZES`), id ``{prefix}-{split}-{index:05d}``.
-
-    Subclasses name their ``prefix`` and ``generate(split, index)`` the task.
-    """
-
-    prefix: ClassVar[str]
-
-    @abstractmethod
-    def generate(self, split: str, index: int) -> T:
-        """The task at ``index`` of ``split``."""
-
-    def size(self, split: str) -> int:
-        self.check_split(split)
-        return SIZES[split]
-
-    def task_id(self, split: str, index: int) -> str:
-        if not 0 <= index < self.size(split):
-            raise IndexError(f"index {index} outside split {split!r}")
-        return f"{self.prefix}-{split}-{index:05d}"
-
-    def load(self, task_id: str) -> T:
-        head, _, rest = task_id.rpartition("-")
-        split = head[len(self.prefix) + 1 :] if head.startswith(self.prefix + "-") else ""
-        if (
-            split in SIZES
-            and rest.isdigit()
-            and int(rest) < SIZES[split]
-            and task_id == self.task_id(split, int(rest))
-        ):
-            return self.generate(split, int(rest))
-        raise UnknownTaskError(f"unknown task id {task_id!r}")
-
-
 class GeneratedTasks(GeneratedSource[BackendTask]):
     """The built-in backend tasks (see the module docstring)."""
 
@@ -141,20 +91,6 @@ class GeneratedTasks(GeneratedSource[BackendTask]):
 
     def generate(self, split: str, index: int) -> BackendTask:
         return generate_task(split, index)
-
-
-def official_files(data_dir: str | Path, folder: str = "backend_tasks") -> dict[str, Path]:
-    """``{split: path}`` of ColBench's files under ``data_dir`` (in ``folder`` or directly there)."""
-    root = Path(data_dir)
-    found = {}
-    for split in ("train", "test"):
-        for candidate in (root / folder / f"{split}.jsonl", root / f"{split}.jsonl"):
-            if candidate.is_file():
-                found[split] = candidate
-                break
-    if not found:
-        raise FileNotFoundError(f"no {folder}/train.jsonl or test.jsonl under {root}")
-    return found
 
 
 def read_official_task(record: dict, task_id: str) -> BackendTask:

@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agentenvs.colbench.families import Fact, pick
-from agentenvs.colbench.tasks import GeneratedSource, draw_in_split, official_files
+from agentenvs.colbench.sources import Fact, GeneratedSource, draw_in_split, official_files, pick
 from agentenvs.core.tasks import IdListTaskSource, UnknownTaskError
 
 PREFIX = "colbench-page"
