@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 import pickle
 import re
 from pathlib import Path
@@ -386,3 +387,30 @@ def test_backend_and_frontend_never_import_each_other_and_the_shared_modules_imp
 def test_no_module_is_left_at_an_old_flat_path(old):
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(f"agentenvs.colbench.{old}")
+
+
+@pytest.mark.parametrize(
+    ("line", "a_page_task"),
+    [
+        ("{not json", False),
+        ("[1, 2]", False),
+        ('"a task"', False),
+        ("null", False),
+        ('{"problem_description": "p"}', False),
+        ('{"problem_description": "p", "ground_truth": "g"}', True),  # a backend task needs test_cases
+        ('{"problem_description": "p", "ground_truth": "g", "test_cases": ["f(1)"]}', True),  # not {name: call}
+    ],
+)
+def test_an_official_line_that_is_not_a_task_is_refused_naming_file_and_line(tmp_path, line, a_page_task):
+    from agentenvs.colbench.backend.tasks import OfficialTasks
+    from agentenvs.colbench.frontend.tasks import OfficialPages
+
+    for source, folder in ((OfficialTasks, "backend_tasks"), (OfficialPages, "frontend_tasks")):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        path = tmp_path / folder / "test.jsonl"
+        path.write_text(json.dumps(OFFICIAL_ROW) + "\n\n" + line + "\n", encoding="utf-8")
+        if source is OfficialPages and a_page_task:
+            assert len(source(tmp_path).task_ids("test")) == 2
+            continue
+        with pytest.raises(ValueError, match=re.escape(f"{path}:3: not a ColBench")):
+            source(tmp_path)  # line 3: the blank line 2 counts

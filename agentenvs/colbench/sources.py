@@ -14,11 +14,13 @@ and collaborators build on this module; it imports only ``agentenvs.core``.
 - :class:`GeneratedSource`: built-in tasks of :data:`SIZES`, id
   ``{prefix}-{split}-{index:05d}``;
 - :func:`official_files`: where sweet_rl's published ``{folder}/{train,test}.jsonl``
-  lie under a data directory.
+  lie under a data directory; :class:`OfficialSource`: their tasks, line by
+  line.
 """
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from agentenvs.core.keys import derive_rng
-from agentenvs.core.tasks import TaskSource, UnknownTaskError, split_of_content
+from agentenvs.core.tasks import IdListTaskSource, TaskSource, UnknownTaskError, split_of_content
 
 SIZES = {"train": 10_000, "valid": 1_000, "test": 1_000}
 SPLIT_WEIGHTS = {"train": 10, "valid": 1, "test": 1}
@@ -124,3 +126,47 @@ def official_files(data_dir: str | Path, folder: str = "backend_tasks") -> dict[
     if not found:
         raise FileNotFoundError(f"no {folder}/train.jsonl or test.jsonl under {root}")
     return found
+
+
+class OfficialSource(IdListTaskSource[T]):
+    """sweet_rl's published tasks of one kind, read from ``data_dir`` (:func:`official_files` of ``folder``).
+
+    Line n (from 0) of split s's file, unless blank, is the task
+    ``{prefix}-official-{s}-{n:05d}``, made by :meth:`parse` from its JSON
+    object. A line that is not JSON, or not an object with the fields
+    :meth:`parse` reads, raises ``ValueError`` naming the file and line.
+    """
+
+    prefix: ClassVar[str]
+    folder: ClassVar[str]
+    kind: ClassVar[str]  # "backend" or "frontend", for the error message
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.files = official_files(data_dir, self.folder)
+        self._tasks: dict[str, T] = {}
+        ids: dict[str, list[str]] = {}
+        for split, path in self.files.items():
+            ids[split] = []
+            with path.open(encoding="utf-8") as handle:
+                for number, line in enumerate(handle):
+                    if not line.strip():
+                        continue
+                    task_id = f"{self.prefix}-official-{split}-{number:05d}"
+                    try:
+                        self._tasks[task_id] = self.parse(json.loads(line), task_id)
+                    except (json.JSONDecodeError, KeyError, AttributeError, TypeError) as exc:
+                        raise ValueError(
+                            f"{path}:{number + 1}: not a ColBench {self.kind} task ({exc!r})"
+                        ) from None
+                    ids[split].append(task_id)
+        super().__init__(ids)
+
+    @abstractmethod
+    def parse(self, record: dict, task_id: str) -> T:
+        """The task of one line's JSON object (``KeyError``/``TypeError`` where a field is missing)."""
+
+    def load(self, task_id: str) -> T:
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise UnknownTaskError(f"unknown task id {task_id!r}") from None

@@ -18,17 +18,14 @@ come from running ``ground_truth`` in the sandbox (see the env).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from agentenvs.colbench.backend.families import FAMILIES
 from agentenvs.colbench.backend.sandbox import CallResult
-from agentenvs.colbench.sources import Fact, GeneratedSource, draw_in_split, official_files
+from agentenvs.colbench.sources import Fact, GeneratedSource, OfficialSource, draw_in_split
 from agentenvs.core.keys import stable_digest
-from agentenvs.core.tasks import IdListTaskSource, UnknownTaskError
 
 PREFIX = "colbench"
 
@@ -93,43 +90,21 @@ class GeneratedTasks(GeneratedSource[BackendTask]):
         return generate_task(split, index)
 
 
-def read_official_task(record: dict, task_id: str) -> BackendTask:
-    """One line of the official files as a task (facts: none; the reference is the hidden information)."""
-    try:
-        calls = tuple(str(call) for call in record["test_cases"].values())
+class OfficialTasks(OfficialSource[BackendTask]):
+    """sweet_rl's published backend tasks, loaded from ``data_dir`` (see the module docstring)."""
+
+    prefix = PREFIX
+    folder = "backend_tasks"
+    kind = "backend"
+
+    def parse(self, record: dict, task_id: str) -> BackendTask:
+        """One line as a task (facts: none; the reference is the hidden information)."""
         return BackendTask(
             task_id=task_id,
             request=str(record["problem_description"]),
             reference=str(record["ground_truth"]),
             function="",
-            calls=calls,
+            calls=tuple(str(call) for call in record["test_cases"].values()),
             facts=(),
             family="official",
         )
-    except (KeyError, AttributeError, TypeError) as exc:
-        raise ValueError(f"{task_id}: not a ColBench backend task ({exc!r})") from None
-
-
-class OfficialTasks(IdListTaskSource[BackendTask]):
-    """sweet_rl's published backend tasks, loaded from ``data_dir`` (see the module docstring)."""
-
-    def __init__(self, data_dir: str | Path) -> None:
-        self.files = official_files(data_dir)
-        self._tasks: dict[str, BackendTask] = {}
-        ids: dict[str, list[str]] = {}
-        for split, path in self.files.items():
-            ids[split] = []
-            with path.open(encoding="utf-8") as handle:
-                for number, line in enumerate(handle):
-                    if not line.strip():
-                        continue
-                    task_id = f"{PREFIX}-official-{split}-{number:05d}"
-                    self._tasks[task_id] = read_official_task(json.loads(line), task_id)
-                    ids[split].append(task_id)
-        super().__init__(ids)
-
-    def load(self, task_id: str) -> BackendTask:
-        try:
-            return self._tasks[task_id]
-        except KeyError:
-            raise UnknownTaskError(f"unknown task id {task_id!r}") from None
