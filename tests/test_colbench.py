@@ -307,7 +307,7 @@ def test_answers_cannot_read_the_official_files(tmp_path):
 
 
 def test_the_env_walks_the_official_folders_once_for_both_its_sandboxes(tmp_path, monkeypatch):
-    import agentenvs.colbench.sandbox as sandbox_module
+    import agentenvs.colbench.backend.sandbox as sandbox_module
 
     root = write_official(tmp_path, {"test": [OFFICIAL_ROW]})
     walked = []
