@@ -12,11 +12,14 @@ composed with Hydra over verl's config directory and config name, as read from
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -94,6 +97,12 @@ def recorded(tmp_path_factory) -> dict:
     return {**json.loads(record.read_text(encoding="utf-8")), "data": tmp / "data" / ENV_ID.replace("/", "_")}
 
 
+@pytest.fixture(scope="module")
+def composed(recorded):
+    """verl's trainer config with the script's overrides applied."""
+    return compose_verl(recorded["argv"])
+
+
 def test_the_dataset_is_parquet_rows_the_agent_loop_reads(recorded):
     train = pd.read_parquet(recorded["data"] / "train.parquet")
     valid = pd.read_parquet(recorded["data"] / "valid.parquet")
@@ -105,10 +114,10 @@ def test_the_dataset_is_parquet_rows_the_agent_loop_reads(recorded):
     assert train["agent_name"].tolist() == ["agentenvs"] * 3
 
 
-def test_every_override_composes_into_verls_trainer_config(recorded):
+def test_every_override_composes_into_verls_trainer_config(recorded, composed):
     overrides = recorded["argv"]
     assert overrides[-2:] == USER_OVERRIDES  # the user's overrides come last, so they win
-    config = compose_verl(overrides)
+    config = composed
     parsed = OverridesParser.create().parse_overrides(overrides)
     for override in parsed:
         value = override.value()
@@ -122,12 +131,11 @@ def test_every_override_composes_into_verls_trainer_config(recorded):
     assert recorded["env"] == {"AGENTENVS_OMEGA": "1.0", "AGENTENVS_ANCHOR": "obs"}
 
 
-def test_the_agentenvs_block_reaches_the_estimator_settings(recorded):
+def test_the_agentenvs_block_reaches_the_estimator_settings(composed):
     pytest.importorskip("torch")
     from baselines.verl.estimators import resolve_settings
 
-    config = compose_verl(recorded["argv"])
-    settings = resolve_settings({}, config.algorithm)  # verl passes config=self.config.algorithm
+    settings = resolve_settings({}, composed.algorithm)  # verl passes config=self.config.algorithm
     assert settings["preset"] == "reference" and settings["gamma"] == 0.95
 
 
@@ -137,6 +145,12 @@ def test_verl_refuses_an_override_outside_its_config():
         compose_verl(["algorithm.agentenvs.preset=reference"])
     with pytest.raises(ConfigCompositionException):
         compose_verl(["actor_rollout_ref.rollout.agent.default_agent_loops=agentenvs"])
+
+
+def test_the_config_tree_checked_is_that_of_the_pinned_verl():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    [pin] = [r for r in extras["optional-dependencies"]["verl"] if re.match(r"verl\b", r)]
+    assert pin == f"verl=={importlib.metadata.version('verl')}"
 
 
 def test_too_few_arguments_print_the_usage():

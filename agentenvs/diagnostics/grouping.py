@@ -23,7 +23,8 @@ size_histogram          {group size: number of anchor groups of that size}
 The groupings: ``observation`` (exact ``obs_key``), ``state`` (``state_key``:
 0 aliasing and 0 fragmentation by construction, the reference row), and
 ``similarity≥t`` for GiGPO's thresholds :data:`SIMILARITY_THRESHOLDS`
-(:func:`similarity_anchor_keys`).
+(:func:`similarity_anchor_keys`, in its default ``"agentenvs"`` argument
+order; ``"verl-agent"`` is the released code's).
 """
 
 from __future__ import annotations
