@@ -114,7 +114,7 @@ class GeneratedSource(TaskSource[T]):
         raise UnknownTaskError(f"unknown task id {task_id!r}")
 
 
-def official_files(data_dir: str | Path, folder: str = "backend_tasks") -> dict[str, Path]:
+def official_files(data_dir: str | Path, folder: str) -> dict[str, Path]:
     """``{split: path}`` of ColBench's files under ``data_dir`` (in ``folder`` or directly there)."""
     root = Path(data_dir)
     found = {}
