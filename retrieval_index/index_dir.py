@@ -33,6 +33,8 @@ from retrieval_index.corpus import Corpus, is_store
 META = "retriever.json"
 # the kinds of index a directory can hold, each the ``kind`` its retriever.json records
 KINDS = ("bm25", "dense")
+# what every retriever.json holds, whatever its kind
+REQUIRED = ("kind", "version", "passages", "corpus")
 # retriever.json's path entries: where each sits in the metadata, and the relink option that sets it
 PATH_ENTRIES = {"corpus": "--corpus", "faiss_index": "--faiss-index", "encoder": "--encoder"}
 
@@ -40,8 +42,9 @@ PATH_ENTRIES = {"corpus": "--corpus", "faiss_index": "--faiss-index", "encoder":
 def read_meta(
     index_dir: str | os.PathLike, kind: str | None = None, *, version: int | None = None
 ) -> dict[str, Any]:
-    """The ``retriever.json`` of an index directory: a JSON object whose ``kind`` is one of :data:`KINDS`,
-    and ``kind`` (and ``version``) when given."""
+    """The ``retriever.json`` of an index directory: a JSON object holding :data:`REQUIRED`, whose ``kind``
+    is one of :data:`KINDS` and whose ``passages`` is a count, checked to be ``kind`` (and ``version``)
+    when given."""
     path = Path(index_dir) / META
     if not path.is_file():
         raise FileNotFoundError(f"{index_dir} is not a retrieval index (no {META}; was the build cut short?)")
@@ -54,6 +57,12 @@ def read_meta(
     found = meta.get("kind")
     if found not in KINDS:
         raise ValueError(f"{path}: unknown index kind {found!r}")
+    absent = [name for name in REQUIRED if name not in meta]
+    if absent:
+        raise ValueError(f"{path} lacks {', '.join(absent)}; rebuild the index")
+    passages = meta["passages"]
+    if isinstance(passages, bool) or not isinstance(passages, int) or passages < 0:
+        raise ValueError(f"{path}: passages must be a count, got {passages!r}; rebuild the index")
     if kind is not None and found != kind:
         raise ValueError(f"{index_dir} holds a {found!r} index, not {kind!r}")
     if version is not None and meta.get("version") != version:

@@ -146,6 +146,11 @@ def test_a_retriever_json_with_no_path_where_one_belongs_is_refused_in_one_line(
         (b'{"kind": "lucene"}', "unknown index kind 'lucene'"),
         (b"{}", "unknown index kind None"),
         (b'{"kind": ["bm25"]}', "unknown index kind"),
+        (b'{"kind": "bm25", "version": 1, "passages": 3}', "lacks corpus"),
+        (b'{"kind": "dense", "corpus": "c"}', "lacks version, passages"),
+        (b'{"kind": "bm25", "version": 1, "passages": 2.5, "corpus": "c"}', "passages must be a count"),
+        (b'{"kind": "bm25", "version": 1, "passages": true, "corpus": "c"}', "passages must be a count"),
+        (b'{"kind": "bm25", "version": 1, "passages": -1, "corpus": "c"}', "passages must be a count"),
     ],
 )
 def test_a_broken_retriever_json_is_refused_naming_the_file(tmp_path, content, message):
