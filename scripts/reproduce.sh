@@ -12,16 +12,18 @@ if [ "${1:-}" = "--dry-run" ]; then dry_run=1; shift; fi
 if [ "$#" -lt $((2 - dry_run)) ]; then sed -n 2,7p "$0"; exit 2; fi
 setting="$1"; model="${2:-MODEL_DIR}"
 preset=(--set "algorithm.preset=${PRESET:-reference}")
+planned="$(mktemp)"; trap 'rm -f "$planned"' EXIT
 run() {  # config variant overrides...
     local config="$1" variant="$2"; shift 2
     for seed in ${SEEDS:-0 1 2}; do
-        local command=(scripts/train.sh "$config" "$model" --set "run.seed=${seed}"
-            --set "run.out_dir=runs/${setting}/${variant}-s${seed}" "$@")
+        local overrides=(--set "run.seed=${seed}" --set "run.out_dir=runs/${setting}/${variant}-s${seed}" "$@")
         if [ "$dry_run" = 1 ]; then
-            printf '%q ' "${command[@]}"; echo
-            "${command[@]}" --print-config
+            printf '%q ' scripts/train.sh "$config" "$model" "${overrides[@]}"; echo
+            # the trainer's own arguments, as train.sh passes them, resolved below in one process
+            printf '%s\0' --config "$config" --set "policy.model=${model}" "${overrides[@]}" --print-config \
+                --next-run-- >>"$planned"
         else
-            RUNS="runs/${setting}" "${command[@]}"
+            RUNS="runs/${setting}" scripts/train.sh "$config" "$model" "${overrides[@]}"
         fi
     done
 }
@@ -57,3 +59,21 @@ case "$setting" in
             "${preset[@]}" ;;
     *) echo "unknown setting: $setting" >&2; exit 2 ;;
 esac
+if [ "$dry_run" = 1 ]; then
+    echo "# resolved configs: one JSON line per command above, in order"
+    python - "$planned" <<'PY'
+import sys
+from baselines.trainers.cli import main
+arguments = open(sys.argv[1], encoding="utf-8").read().split("\0")[:-1]
+runs, current = [], []
+for argument in arguments:
+    if argument == "--next-run--":
+        runs.append(current)
+        current = []
+    else:
+        current.append(argument)
+for argv in runs:
+    if main(argv) != 0:
+        raise SystemExit(2)
+PY
+fi
