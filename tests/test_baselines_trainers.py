@@ -357,3 +357,69 @@ def test_sweet_rl_refuses_whole_trajectory_rollouts(tmp_path):
     with pytest.raises(ConfigError, match="sampler.context=window"):
         TrainingRun(config)
     assert not Path(config.run.out_dir).exists()  # refused before anything was written
+
+
+ONE_FILE_ALGORITHM = '''
+"""Vanilla policy gradient on group-centred returns: the docstring's recipe for a new algorithm."""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from baselines.trainers.config import AlgorithmOptions
+from baselines.trainers.ppo_clip import ppo_update
+from baselines.trainers.samples import build_samples
+
+
+@dataclass
+class CentredOptions(AlgorithmOptions):
+    name: ClassVar[str] = "centred_pg"
+    scale: float = 1.0
+
+
+class CentredPG:
+    Options = CentredOptions
+    context: ClassVar[str | None] = None
+    label = "centred_pg"
+
+    def __init__(self, run):
+        self.run = run
+
+    def resolved_options(self):
+        return {"algorithm": "centred_pg", "scale": self.run.config.algorithm.scale}
+
+    def advantages(self, batch, iteration):
+        returns = np.array([t.episode_return for t in batch.trajectories])
+        groups = np.array([t.group for t in batch.trajectories])
+        centred = [returns[i] - returns[groups == groups[i]].mean() for i in range(len(returns))]
+        scale = self.run.config.algorithm.scale
+        turns = [np.full(len(t.turns), scale * a) for t, a in zip(batch.trajectories, centred)]
+        return build_samples(batch.trajectories, turns, self.run.config.sampler.context), {"centred/max": float(np.max(np.abs(centred)))}
+
+    def update(self, samples, iteration):
+        run = self.run
+        return ppo_update(run.model, None, run.optimizer, samples, run.config.optim, device=run.config.policy.device,
+                          seed=run.config.run.seed, pad_id=run.pad_id, iteration=iteration, allowed=run.allowed)
+
+
+ALGORITHM = CentredPG
+'''
+
+
+def test_a_new_algorithm_is_one_file_found_by_its_name(tmp_path, monkeypatch):
+    import sys
+
+    import baselines.trainers as package
+
+    (tmp_path / "centred_pg.py").write_text(ONE_FILE_ALGORITHM, encoding="utf-8")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    try:
+        config = tiny_config(tmp_path, algorithm={"name": "centred_pg", "scale": 2.0})
+        with pytest.raises(ConfigError, match="'centred_pg' has no option 'gamma'"):
+            config.with_overrides(["algorithm.gamma=0.5"])
+        [record] = train(config)
+        assert record["estimator"] == "centred_pg" and "centred/max" in record and np.isfinite(record["actor/loss"])
+        assert json.loads((Path(config.run.out_dir) / "options.json").read_text())["scale"] == 2.0
+    finally:
+        sys.modules.pop("baselines.trainers.centred_pg", None)
