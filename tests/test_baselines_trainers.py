@@ -368,7 +368,6 @@ from typing import ClassVar
 import numpy as np
 
 from baselines.trainers.config import AlgorithmOptions
-from baselines.trainers.ppo_clip import ppo_update
 from baselines.trainers.samples import build_samples
 
 
@@ -398,9 +397,7 @@ class CentredPG:
         return build_samples(batch.trajectories, turns, self.run.config.sampler.context), {"centred/max": float(np.max(np.abs(centred)))}
 
     def update(self, samples, iteration):
-        run = self.run
-        return ppo_update(run.model, None, run.optimizer, samples, run.config.optim, device=run.config.policy.device,
-                          seed=run.config.run.seed, pad_id=run.pad_id, iteration=iteration, allowed=run.allowed)
+        return self.run.ppo_clip_update(samples, None, iteration)
 
 
 ALGORITHM = CentredPG

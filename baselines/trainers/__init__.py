@@ -30,7 +30,8 @@ defines
   ``context`` (``"window"``, ``"full"`` or None), ``label``,
   ``__init__(run)`` (build a critic and register it with
   ``run.add_trained``), ``resolved_options()``, ``advantages(batch,
-  iteration)`` and ``update(prepared, iteration)``;
+  iteration)`` and ``update(prepared, iteration)`` (``run.ppo_clip_update``
+  is the shared PPO-clip actor step);
 - ``ALGORITHM = <that class>``, which is how it is found: a config with
   ``algorithm: {name: <name>}`` runs it, nothing else is registered.
 

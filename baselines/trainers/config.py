@@ -298,26 +298,17 @@ def _checked_value(key: str, kind: Any, value: Any, metadata: Mapping[str, Any])
         if value not in choices or isinstance(value, bool):
             raise ConfigError(f"{key} must be one of {list(choices)}, got {value!r}")
         return value
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
+    if kind in (bool, str):
+        if not isinstance(value, kind):
+            raise ConfigError(f"{key} must be {'true or false' if kind is bool else 'a string'}, got {value!r}")
         return value
-    if kind is int:
-        number = _integer(value)
+    if kind in (int, float):
+        number = _integer(value) if kind is int else _number(value)
         if number is None:
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
+            raise ConfigError(f"{key} must be {'an integer' if kind is int else 'a finite number'}, got {value!r}")
         if number < metadata.get("minimum", number):
             raise ConfigError(f"{key} must be at least {metadata['minimum']}, got {number}")
         return number
-    if kind is float:
-        number = _number(value)
-        if number is None:
-            raise ConfigError(f"{key} must be a finite number, got {value!r}")
-        return number
-    if kind is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key} must be a string, got {value!r}")
-        return value
     if origin is list:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{key} must be a list of strings, got {value!r}")

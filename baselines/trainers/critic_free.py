@@ -54,7 +54,6 @@ from baselines.metrics import anchor_metrics
 from baselines.rollout import RolloutBatch, Trajectory
 from baselines.trainers.config import AlgorithmOptions
 from baselines.trainers.models import frozen_copy
-from baselines.trainers.ppo_clip import ppo_update
 from baselines.trainers.samples import Sample, build_samples
 
 if TYPE_CHECKING:
@@ -168,19 +167,7 @@ class CriticFree:
         return samples, {**anchor_metrics(batch.trajectories, key), **stats}
 
     def update(self, prepared: list[Sample], iteration: int) -> dict[str, float]:
-        run = self.run
-        return ppo_update(
-            run.model,
-            self.reference,
-            run.optimizer,
-            prepared,
-            run.config.optim,
-            device=run.config.policy.device,
-            seed=run.config.run.seed,
-            pad_id=run.pad_id,
-            iteration=iteration,
-            allowed=run.allowed,
-        )
+        return self.run.ppo_clip_update(prepared, self.reference, iteration)
 
 
 ALGORITHM = CriticFree

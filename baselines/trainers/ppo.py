@@ -47,7 +47,6 @@ from baselines.metrics import anchor_metrics
 from baselines.rollout import RolloutBatch
 from baselines.trainers.config import AlgorithmOptions
 from baselines.trainers.models import frozen_copy
-from baselines.trainers.ppo_clip import ppo_update
 from baselines.trainers.samples import Sample, build_samples, collate, micro_batches
 
 if TYPE_CHECKING:
@@ -177,19 +176,7 @@ class PPO:
         return Valued(samples, old_values, returns), anchor_metrics(trajectories, "state_key")
 
     def update(self, prepared: Valued, iteration: int) -> dict[str, float]:
-        run = self.run
-        actor_stats = ppo_update(
-            run.model,
-            self.reference,
-            run.optimizer,
-            prepared.samples,
-            run.config.optim,
-            device=run.config.policy.device,
-            seed=run.config.run.seed,
-            pad_id=run.pad_id,
-            iteration=iteration,
-            allowed=run.allowed,
-        )
+        actor_stats = self.run.ppo_clip_update(prepared.samples, self.reference, iteration)
         critic_stats = self.critic_update(prepared, iteration)
         return {
             **actor_stats,

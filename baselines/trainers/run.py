@@ -18,7 +18,7 @@ supplies only what differs, as an :class:`Algorithm`. One iteration:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -31,6 +31,8 @@ from baselines.rollout import RolloutBatch
 from baselines.trainers.checkpoints import load_checkpoint, prepare_run_dir, record_options, save_checkpoint
 from baselines.trainers.config import AlgorithmOptions, ConfigError, TrainConfig, algorithm_class
 from baselines.trainers.models import build_model, builds_tokenizer, sampling_vocabulary
+from baselines.trainers.ppo_clip import ppo_update
+from baselines.trainers.samples import Sample
 from baselines.trainers.sampler import iteration_tasks, make_engine, make_sampler, make_template, make_vector_env
 
 
@@ -90,6 +92,21 @@ class TrainingRun:
         self.modules[name] = module
         self.optimizers[name] = optimizer
         return optimizer
+
+    def ppo_clip_update(self, samples: Sequence[Sample], reference: Any | None, iteration: int) -> dict[str, float]:
+        """PPO-clip epochs of the policy on ``samples`` with KL to ``reference`` (``ppo_clip.ppo_update``)."""
+        return ppo_update(
+            self.model,
+            reference,
+            self.optimizer,
+            samples,
+            self.config.optim,
+            device=self.config.policy.device,
+            seed=self.config.run.seed,
+            pad_id=self.pad_id,
+            iteration=iteration,
+            allowed=self.allowed,
+        )
 
     def train(self, progress: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
         """Run up to ``run.iterations`` (continuing the checkpoint when resuming); the metrics records.
