@@ -65,9 +65,12 @@ def test_the_env_comes_from_the_config_file():
         ("env.id=[a]", r"env.id must be a string"),
         ("optim.lr", r"is not section.key=value"),
         ("=3", r"is not section.key=value"),
-        ("optim.lr=[1, 2", r"the value is not YAML"),
+        ("optim.lr=[1, 2", r"not YAML"),
+        ("env.kwargs=" + "[" * 200_000, r"nested too deeply"),
+        ("env.kwargs={a: \ud800}", r"not YAML"),
         ("env=3", r"unknown config section 'env'"),
     ],
+    ids=lambda value: ascii(value)[:48],
 )
 def test_a_bad_override_names_what_is_valid(assignment, message):
     with pytest.raises(ConfigError, match=message):

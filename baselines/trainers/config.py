@@ -185,18 +185,13 @@ def apply_overrides(values: Mapping[str, Any], assignments: Sequence[str]) -> di
     ``section=<mapping>`` replaces the section; a new ``algorithm.name``
     starts that section afresh, since one algorithm's options are not another's.
     """
-    import yaml
-
     values = {name: dict(section) if isinstance(section, Mapping) else section for name, section in values.items()}
     for assignment in assignments:
         target, sep, raw = assignment.partition("=")
         target = target.strip()
         if not sep or not target:
             raise ConfigError(f"override {assignment!r} is not section.key=value")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"override {assignment!r}: the value is not YAML ({error})") from error
+        value = read_yaml(raw, f"override {assignment[:80]!r}")
         section, dot, key = target.partition(".")
         if not dot:
             if section not in SECTION_NAMES or not isinstance(value, Mapping):
@@ -215,11 +210,21 @@ def apply_overrides(values: Mapping[str, Any], assignments: Sequence[str]) -> di
     return values
 
 
-def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A config from a YAML file, then ``section.key=value`` overrides."""
+def read_yaml(text: str, where: str) -> Any:
+    """``text`` parsed as YAML; a ConfigError naming ``where`` when it is not YAML or nests too deeply."""
     import yaml
 
-    values = yaml.safe_load(Path(path).read_text(encoding="utf-8")) if path else {}
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{where}: not YAML ({error})") from error
+    except RecursionError as error:
+        raise ConfigError(f"{where}: nested too deeply to read") from error
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """A config from a YAML file, then ``section.key=value`` overrides."""
+    values = read_yaml(Path(path).read_text(encoding="utf-8"), str(path)) if path else {}
     if values is None:
         values = {}
     if not isinstance(values, Mapping):
