@@ -18,9 +18,18 @@ from baselines.trainers.config import TrainConfig, load_config
 ROOT = Path(__file__).parents[1]
 # setting: (config file, {variant: (algorithm, estimator or reward placement)})
 SETTINGS = {
-    "gigpo-alfworld": ("gigpo_alfworld.yaml", {"gigpo": ("critic_free", "gigpo"), "grpo": ("critic_free", "grpo")}),
-    "gigpo-webshop": ("gigpo_webshop.yaml", {"gigpo": ("critic_free", "gigpo"), "grpo": ("critic_free", "grpo")}),
-    "gigpo-sokoban": ("gigpo_sokoban.yaml", {"gigpo": ("critic_free", "gigpo"), "grpo": ("critic_free", "grpo")}),
+    "gigpo-alfworld": (
+        "gigpo_alfworld.yaml",
+        {"gigpo": ("critic_free", "gigpo"), "grpo": ("critic_free", "grpo")},
+    ),
+    "gigpo-webshop": (
+        "gigpo_webshop.yaml",
+        {"gigpo": ("critic_free", "gigpo"), "grpo": ("critic_free", "grpo")},
+    ),
+    "gigpo-sokoban": (
+        "gigpo_sokoban.yaml",
+        {"gigpo": ("critic_free", "gigpo"), "grpo": ("critic_free", "grpo")},
+    ),
     "mt-ppo-sokoban": (
         "mt_ppo_sokoban.yaml",
         {
@@ -33,7 +42,11 @@ SETTINGS = {
     ),
     "mt-grpo-search": (
         "mt_grpo_search.yaml",
-        {"mt-grpo": ("critic_free", "mt_grpo"), "grpo-or": ("critic_free", "grpo_or"), "grpo-mr": ("critic_free", "grpo")},
+        {
+            "mt-grpo": ("critic_free", "mt_grpo"),
+            "grpo-or": ("critic_free", "grpo_or"),
+            "grpo-mr": ("critic_free", "grpo"),
+        },
     ),
     "sweet-rl-colbench": ("sweet_rl_colbench.yaml", {"sweet-rl": ("sweet_rl", None)}),
 }
@@ -50,7 +63,12 @@ def script_environment(**extra: str) -> dict[str, str]:
 def dry_run(*args: str, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", "scripts/reproduce.sh", "--dry-run", *args],
-        capture_output=True, text=True, cwd=ROOT, timeout=300, env=script_environment(**extra),
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env=script_environment(**extra),
     )
 
 
@@ -79,7 +97,10 @@ def test_reproduce_dry_run_prints_every_command_and_its_resolved_config(setting,
             assert config.algorithm.estimator == choice
             assert config.algorithm.preset == ("paper" if setting == "mt-ppo-sokoban" else "reference")
         else:
-            assert config.algorithm.preset == "reference" and config.algorithm.reference_code == "sweet-rl-backend"
+            assert (
+                config.algorithm.preset == "reference"
+                and config.algorithm.reference_code == "sweet-rl-backend"
+            )
         out_dirs.add(config.run.out_dir)
     assert len(out_dirs) == len(commands)
     assert sorted({c.run.seed for c in [TrainConfig.from_mapping(r) for r in resolved]}) == [0, 1, 2]
@@ -88,22 +109,46 @@ def test_reproduce_dry_run_prints_every_command_and_its_resolved_config(setting,
 def test_reproduce_dry_run_follows_preset_seeds_and_refuses_bad_arguments():
     result = dry_run("gigpo-webshop", PRESET="paper", SEEDS="7")
     assert result.returncode == 0, result.stderr
-    resolved = [TrainConfig.from_mapping(json.loads(line)) for line in result.stdout.splitlines() if line.startswith("{")]
+    resolved = [
+        TrainConfig.from_mapping(json.loads(line))
+        for line in result.stdout.splitlines()
+        if line.startswith("{")
+    ]
     assert [c.run.seed for c in resolved] == [7, 7]
     assert {c.algorithm.preset for c in resolved} == {"paper"} and resolved[0].algorithm.normalize == "none"
     assert resolved[0].policy.model == "MODEL_DIR"  # no model directory needed to look
     assert dry_run("no-such-setting").returncode == 2
-    assert subprocess.run(["bash", "scripts/reproduce.sh", "gigpo-webshop"], cwd=ROOT, capture_output=True).returncode == 2
+    assert (
+        subprocess.run(
+            ["bash", "scripts/reproduce.sh", "gigpo-webshop"], cwd=ROOT, check=False, capture_output=True
+        ).returncode
+        == 2
+    )
 
 
 def test_gpu_check_script_runs_its_config_on_the_cpu(tmp_path):
     shrink = [
-        "policy.model=tiny", "policy.num_threads=1", "env.num_groups=1", "env.group_size=2",
-        "sampler.max_new_tokens=4", "policy.tiny_vocab_size=600",
+        "policy.model=tiny",
+        "policy.num_threads=1",
+        "env.num_groups=1",
+        "env.group_size=2",
+        "sampler.max_new_tokens=4",
+        "policy.tiny_vocab_size=600",
     ]
-    command = ["bash", "scripts/gpu_check.sh", "--cpu", "qwen2.5-0.5b", *[a for s in shrink for a in ("--set", s)]]
+    command = [
+        "bash",
+        "scripts/gpu_check.sh",
+        "--cpu",
+        "qwen2.5-0.5b",
+        *[a for s in shrink for a in ("--set", s)],
+    ]
     result = subprocess.run(
-        command, capture_output=True, text=True, cwd=ROOT, timeout=300,
+        command,
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
         env=script_environment(GPU_CHECK_OUT=str(tmp_path)),
     )
     assert result.returncode == 0, result.stderr
@@ -113,8 +158,17 @@ def test_gpu_check_script_runs_its_config_on_the_cpu(tmp_path):
         assert key in result.stdout
     ran = json.loads((tmp_path / "gpu_check" / "config.json").read_text())
     # the script's config, run on the CPU in float32, with the overrides on top
-    assert ran == load_config(ROOT / "baselines/configs/gpu_check.yaml", [
-        "policy.model=random:qwen2.5-0.5b", "policy.device=cpu", "policy.dtype=float32",
-        f"run.out_dir={tmp_path / 'gpu_check'}", *shrink,
-    ]).to_dict()
+    assert (
+        ran
+        == load_config(
+            ROOT / "baselines/configs/gpu_check.yaml",
+            [
+                "policy.model=random:qwen2.5-0.5b",
+                "policy.device=cpu",
+                "policy.dtype=float32",
+                f"run.out_dir={tmp_path / 'gpu_check'}",
+                *shrink,
+            ],
+        ).to_dict()
+    )
     assert ran["algorithm"]["estimator"] == "gigpo" and ran["env"]["id"] == "agentenvs/Sokoban-Verl-v0"

@@ -43,7 +43,7 @@ TINY = {
 
 
 def tiny_config(tmp_path: Path, **sections: dict) -> TrainConfig:
-    """TINY with each given section's keys merged in (``algorithm`` replaced), writing under ``tmp_path/run``."""
+    """TINY with each given section's keys merged in, writing under ``tmp_path/run``."""
     values = {name: dict(keys) for name, keys in TINY.items()}
     values["run"]["out_dir"] = str(tmp_path / "run")
     for name, keys in sections.items():
@@ -97,9 +97,13 @@ def test_critic_free_trainers_run_and_log(tmp_path, overrides):
 
 
 def test_policy_moves_and_resume_continues_exactly(tmp_path):
-    straight = tiny_config(tmp_path, run={"iterations": 2, "out_dir": str(tmp_path / "straight"), "save_every": 1})
+    straight = tiny_config(
+        tmp_path, run={"iterations": 2, "out_dir": str(tmp_path / "straight"), "save_every": 1}
+    )
     train(straight)
-    first = tiny_config(tmp_path, run={"iterations": 1, "out_dir": str(tmp_path / "resumed"), "save_every": 1})
+    first = tiny_config(
+        tmp_path, run={"iterations": 1, "out_dir": str(tmp_path / "resumed"), "save_every": 1}
+    )
     train(first)
     with pytest.raises(FileExistsError):
         train(first)
@@ -136,7 +140,9 @@ def test_ppo_trains_actor_and_critic(tmp_path, placement):
 
 
 def test_sweet_rl_runs_critic_and_dpo_actor(tmp_path):
-    config = tiny_config(tmp_path, policy={"constrain_to_actions": False}, sampler={"max_new_tokens": 2}, algorithm=SWEET)
+    config = tiny_config(
+        tmp_path, policy={"constrain_to_actions": False}, sampler={"max_new_tokens": 2}, algorithm=SWEET
+    )
     [record] = train(config)
     assert record["privileged_share"] == 1.0  # Sokoban tells the critic the optimal moves left
     assert record["actor/dpo_pairs"] > 0 and np.isfinite(record["actor/dpo_loss"])
@@ -177,7 +183,11 @@ def test_config_files_load_and_overrides_parse(tmp_path):
     for path in configs:
         load_config(path)
     config = load_config(configs[0], ["optim.lr=3e-6", "algorithm.estimator=rloo", "env.task_pool=[a, b]"])
-    assert config.optim.lr == 3e-6 and config.algorithm.estimator == "rloo" and config.env.task_pool == ["a", "b"]
+    assert (
+        config.optim.lr == 3e-6
+        and config.algorithm.estimator == "rloo"
+        and config.env.task_pool == ["a", "b"]
+    )
     with pytest.raises(ValueError):
         load_config(configs[0], ["optim.no_such_key=1"])
 
@@ -244,7 +254,9 @@ def test_random_presets_and_their_sampling_vocabulary():
 def test_train_script_rejects_bad_arguments(args):
     import subprocess
 
-    result = subprocess.run(["bash", "scripts/train.sh", *args], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["bash", "scripts/train.sh", *args], check=False, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
 
 
@@ -277,7 +289,10 @@ def test_experiment_summary_counts_episodes_to_threshold():
     from baselines.experiments.grpo_vs_gigpo import episodes_to_threshold, moving_average, summarise
 
     np.testing.assert_allclose(moving_average([0.0, 1.0, 1.0, 0.0], 2), [0.0, 0.5, 1.0, 0.5])
-    records = [{"success": s, "episodes_seen": 64 * (i + 1), "anchor/singleton_share": 0.2} for i, s in enumerate([0.1, 0.5, 0.7, 0.9])]
+    records = [
+        {"success": s, "episodes_seen": 64 * (i + 1), "anchor/singleton_share": 0.2}
+        for i, s in enumerate([0.1, 0.5, 0.7, 0.9])
+    ]
     assert episodes_to_threshold(records, 0.55, window=2) == 192
     assert episodes_to_threshold(records, 0.95, window=2) is None
     summary = summarise({"gigpo": {0: records}}, 0.55, 2)["estimators"]["gigpo"]
@@ -292,7 +307,11 @@ PARITY_RUNS = {
         "sampler": {"context": "full"},
         "algorithm": {"name": "ppo", "reward_placement": "turn", "critic_lr": 1e-2},
     },
-    "sweet": {"policy": {"constrain_to_actions": False}, "sampler": {"max_new_tokens": 2}, "algorithm": SWEET},
+    "sweet": {
+        "policy": {"constrain_to_actions": False},
+        "sampler": {"max_new_tokens": 2},
+        "algorithm": SWEET,
+    },
 }
 
 
@@ -310,7 +329,9 @@ def _same_numbers(ours, recorded, where=""):
 @pytest.mark.parametrize("name", sorted(PARITY_RUNS))
 def test_every_algorithm_logs_what_its_trainer_logged_before_the_shared_loop(tmp_path, name):
     """Two fixed-seed iterations give the metrics the per-algorithm trainers recorded (timings aside)."""
-    recorded = json.loads((ROOT / "tests/fixtures/trainers/pre_refactor_metrics.json").read_text())["runs"][name]
+    recorded = json.loads((ROOT / "tests/fixtures/trainers/pre_refactor_metrics.json").read_text())["runs"][
+        name
+    ]
     config = tiny_config(tmp_path, run={"iterations": 2, "save_every": 1}, **PARITY_RUNS[name])
     records = [
         {key: value for key, value in record.items() if not key.startswith("time/") and key != "tokens_per_s"}
@@ -322,7 +343,9 @@ def test_every_algorithm_logs_what_its_trainer_logged_before_the_shared_loop(tmp
 
 
 def test_a_run_records_the_resolved_config_and_the_options_after_the_preset(tmp_path):
-    config = tiny_config(tmp_path, algorithm={"name": "critic_free", "estimator": "grpo", "preset": "reference"})
+    config = tiny_config(
+        tmp_path, algorithm={"name": "critic_free", "estimator": "grpo", "preset": "reference"}
+    )
     train(config)
     out = Path(config.run.out_dir)
     assert load_config(out / "config.json") == config  # the recorded config reruns the run
@@ -339,7 +362,9 @@ def test_a_run_records_the_resolved_config_and_the_options_after_the_preset(tmp_
     }
     paper = tiny_config(tmp_path / "paper", algorithm={"name": "critic_free", "estimator": "grpo"})
     train(paper)
-    assert json.loads((Path(paper.run.out_dir) / "options.json").read_text())["estimator_options"]["ddof"] == 0
+    assert (
+        json.loads((Path(paper.run.out_dir) / "options.json").read_text())["estimator_options"]["ddof"] == 0
+    )
 
 
 def test_ppo_has_no_preset_so_none_is_recorded_and_one_is_refused(tmp_path):
@@ -394,7 +419,8 @@ class CentredPG:
         centred = [returns[i] - returns[groups == groups[i]].mean() for i in range(len(returns))]
         scale = self.run.config.algorithm.scale
         turns = [np.full(len(t.turns), scale * a) for t, a in zip(batch.trajectories, centred)]
-        return build_samples(batch.trajectories, turns, self.run.config.sampler.context), {"centred/max": float(np.max(np.abs(centred)))}
+        samples = build_samples(batch.trajectories, turns, self.run.config.sampler.context)
+        return samples, {"centred/max": float(np.max(np.abs(centred)))}
 
     def update(self, samples, iteration):
         return self.run.ppo_clip_update(samples, None, iteration)
@@ -416,7 +442,11 @@ def test_a_new_algorithm_is_one_file_found_by_its_name(tmp_path, monkeypatch):
         with pytest.raises(ConfigError, match="'centred_pg' has no option 'gamma'"):
             config.with_overrides(["algorithm.gamma=0.5"])
         [record] = train(config)
-        assert record["estimator"] == "centred_pg" and "centred/max" in record and np.isfinite(record["actor/loss"])
+        assert (
+            record["estimator"] == "centred_pg"
+            and "centred/max" in record
+            and np.isfinite(record["actor/loss"])
+        )
         assert json.loads((Path(config.run.out_dir) / "options.json").read_text())["scale"] == 2.0
     finally:
         sys.modules.pop("baselines.trainers.centred_pg", None)

@@ -1,4 +1,4 @@
-"""The trainers' command line: ``python -m baselines.trainers --config FILE [--set section.key=value ...] [--resume]``.
+"""The trainers' command line: ``python -m baselines.trainers --config FILE [--set S.KEY=VALUE] [--resume]``.
 
 ``--print-config`` prints the resolved config as one JSON line (every section, defaults filled
 in) and the algorithm it names, then exits without building anything.
@@ -19,7 +19,8 @@ def progress_line(record: dict[str, Any]) -> str:
     """One line per iteration: success, return and the time split."""
     return (
         f"iter {record['iteration']:4d}  success {record['success']:.3f}  return {record['return']:+.3f}  "
-        f"gen {record['time/generation_s']:.1f}s ({record['tokens_per_s']:.0f} tok/s)  env {record['time/env_s']:.1f}s  "
+        f"gen {record['time/generation_s']:.1f}s ({record['tokens_per_s']:.0f} tok/s)  "
+        f"env {record['time/env_s']:.1f}s  "
         f"advantage {record['time/advantage_s']:.1f}s  update {record['time/update_s']:.1f}s"
     )
 
@@ -43,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from baselines.trainers.run import TrainingRun
 
-    TrainingRun(config, resume=args.resume).train(progress=lambda record: print(progress_line(record), flush=True))
+    TrainingRun(config, resume=args.resume).train(
+        progress=lambda record: print(progress_line(record), flush=True)
+    )
     print(f"metrics: {config.run.out_dir}/metrics.jsonl")
     return 0

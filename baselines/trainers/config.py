@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import pkgutil
 import typing
 from collections.abc import Mapping, Sequence
@@ -152,7 +153,9 @@ class TrainConfig:
     def from_mapping(cls, values: Mapping[str, Any]) -> TrainConfig:
         """A config from ``{section: {key: value}}``; missing keys keep their defaults."""
         if not isinstance(values, Mapping):
-            raise ConfigError(f"a config is a mapping of sections {SECTION_NAMES}, got {type(values).__name__}")
+            raise ConfigError(
+                f"a config is a mapping of sections {SECTION_NAMES}, got {type(values).__name__}"
+            )
         for name, value in values.items():
             if name not in SECTION_NAMES:
                 raise ConfigError(_unknown_section_message(name))
@@ -185,7 +188,9 @@ def apply_overrides(values: Mapping[str, Any], assignments: Sequence[str]) -> di
     ``section=<mapping>`` replaces the section; a new ``algorithm.name``
     starts that section afresh, since one algorithm's options are not another's.
     """
-    values = {name: dict(section) if isinstance(section, Mapping) else section for name, section in values.items()}
+    values = {
+        name: dict(section) if isinstance(section, Mapping) else section for name, section in values.items()
+    }
     for assignment in assignments:
         target, sep, raw = assignment.partition("=")
         target = target.strip()
@@ -305,12 +310,16 @@ def _checked_value(key: str, kind: Any, value: Any, metadata: Mapping[str, Any])
         return value
     if kind in (bool, str):
         if not isinstance(value, kind):
-            raise ConfigError(f"{key} must be {'true or false' if kind is bool else 'a string'}, got {value!r}")
+            raise ConfigError(
+                f"{key} must be {'true or false' if kind is bool else 'a string'}, got {value!r}"
+            )
         return value
     if kind in (int, float):
         number = _integer(value) if kind is int else _number(value)
         if number is None:
-            raise ConfigError(f"{key} must be {'an integer' if kind is int else 'a finite number'}, got {value!r}")
+            raise ConfigError(
+                f"{key} must be {'an integer' if kind is int else 'a finite number'}, got {value!r}"
+            )
         if number < metadata.get("minimum", number):
             raise ConfigError(f"{key} must be at least {metadata['minimum']}, got {number}")
         return number
@@ -345,7 +354,7 @@ def _number(value: Any) -> float | None:
         number = float(value)
     except (ValueError, OverflowError):
         return None
-    return number if number == number and abs(number) != float("inf") else None
+    return number if math.isfinite(number) else None
 
 
 def _unknown_section_message(name: str) -> str:
@@ -356,7 +365,9 @@ def _unknown_section_message(name: str) -> str:
     if new is None:
         new = _section_of_flat_key(name)
     if new is not None:
-        return f"config key {name!r} is now {new}: write it inside its section (or --set {new.split()[0]}=...)"
+        return (
+            f"config key {name!r} is now {new}: write it inside its section (or --set {new.split()[0]}=...)"
+        )
     return f"unknown config section {name!r}; sections: {SECTION_NAMES}"
 
 
@@ -368,4 +379,3 @@ def _section_of_flat_key(name: str) -> str | None:
         if name in {f.name for f in dataclasses.fields(algorithm_options_class(algorithm))}:
             return f"algorithm.{name} (algorithm.name: {algorithm})"
     return None
-

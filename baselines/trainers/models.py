@@ -1,4 +1,4 @@
-"""The policy model and tokenizer of a run: tiny random (offline), random weights of a real size, or a local directory.
+"""The policy model and tokenizer of a run: tiny random (offline), random weights, or a local directory.
 
 Also the reference copy that never trains and the vocabulary mask sampling is
 restricted to. Imports ``baselines.tiny``, ``baselines.prompts`` and transformers.
@@ -28,7 +28,7 @@ def _tokenizer_corpus(config: TrainConfig, template: PromptTemplate) -> list[str
     texts = []
     for index in range(8):
         options = {"task_id": pool[index % len(pool)]} if pool else None
-        observation, info = env.reset(seed=index, options=options)
+        observation, _ = env.reset(seed=index, options=options)
         texts.append(str(observation))
         texts.append(
             template.render(

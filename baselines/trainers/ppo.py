@@ -168,7 +168,9 @@ class PPO:
     def advantages(self, batch: RolloutBatch, iteration: int) -> tuple[Valued, dict[str, Any]]:
         run = self.run
         trajectories = batch.trajectories
-        samples = build_samples(trajectories, [np.zeros(len(t.turns)) for t in trajectories], run.config.sampler.context)
+        samples = build_samples(
+            trajectories, [np.zeros(len(t.turns)) for t in trajectories], run.config.sampler.context
+        )
         old_values = value_samples(
             self.critic, samples, run.config.optim.micro_batch_size, run.config.policy.device, run.pad_id
         )
@@ -181,7 +183,9 @@ class PPO:
         return {
             **actor_stats,
             **critic_stats,
-            "critic/explained_variance": explained_variance(prepared.samples, prepared.old_values, prepared.returns),
+            "critic/explained_variance": explained_variance(
+                prepared.samples, prepared.old_values, prepared.returns
+            ),
         }
 
     def critic_update(self, prepared: Valued, iteration: int) -> dict[str, float]:

@@ -13,7 +13,14 @@ import torch
 from agentenvs.core import derive_rng
 from baselines.losses import kl_penalty, masked_mean, ppo_clip_loss
 from baselines.trainers.config import OptimSection
-from baselines.trainers.samples import Sample, collate, micro_batches, score_samples, sequence_logprobs, stack_rows
+from baselines.trainers.samples import (
+    Sample,
+    collate,
+    micro_batches,
+    score_samples,
+    sequence_logprobs,
+    stack_rows,
+)
 
 
 def ppo_update(

@@ -32,8 +32,14 @@ from baselines.trainers.checkpoints import load_checkpoint, prepare_run_dir, rec
 from baselines.trainers.config import AlgorithmOptions, ConfigError, TrainConfig, algorithm_class
 from baselines.trainers.models import build_model, builds_tokenizer, sampling_vocabulary
 from baselines.trainers.ppo_clip import ppo_update
+from baselines.trainers.sampler import (
+    iteration_tasks,
+    make_engine,
+    make_sampler,
+    make_template,
+    make_vector_env,
+)
 from baselines.trainers.samples import Sample
-from baselines.trainers.sampler import iteration_tasks, make_engine, make_sampler, make_template, make_vector_env
 
 
 class Algorithm(Protocol):
@@ -93,7 +99,9 @@ class TrainingRun:
         self.optimizers[name] = optimizer
         return optimizer
 
-    def ppo_clip_update(self, samples: Sequence[Sample], reference: Any | None, iteration: int) -> dict[str, float]:
+    def ppo_clip_update(
+        self, samples: Sequence[Sample], reference: Any | None, iteration: int
+    ) -> dict[str, float]:
         """PPO-clip epochs of the policy on ``samples`` with KL to ``reference`` (``ppo_clip.ppo_update``)."""
         return ppo_update(
             self.model,
@@ -126,7 +134,9 @@ class TrainingRun:
             for iteration in range(start, config.run.iterations):
                 seed, task_ids = iteration_tasks(config, iteration)
                 batch = engine.collect(
-                    seed=seed, task_ids=task_ids, sample_seed=derive_seed("sample", config.run.seed, iteration)
+                    seed=seed,
+                    task_ids=task_ids,
+                    sample_seed=derive_seed("sample", config.run.seed, iteration),
                 )
 
                 started = time.perf_counter()

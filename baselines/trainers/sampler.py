@@ -1,4 +1,4 @@
-"""Rollouts of a run: the prompt template, the sampling backend, the grouped envs, the engine, each iteration's tasks.
+"""Rollouts of a run: prompt template, sampling backend, grouped envs, engine, each iteration's tasks.
 
 Imports ``baselines.policy``, ``baselines.prompts``, ``baselines.rollout`` and ``agentenvs.vector``.
 """
@@ -76,7 +76,7 @@ def make_vector_env(config: TrainConfig) -> GroupedVectorEnv:
 def iteration_tasks(config: TrainConfig, iteration: int) -> tuple[int, list[str] | None]:
     """(reset seed, task ids or None) of an iteration: fresh split seeds, or the task pool cycled.
 
-    seed = task_seed_offset + iteration · num_groups; task g = pool[(iteration · num_groups + g) mod |pool|].
+    seed = task_seed_offset + iteration · G; task g = pool[(iteration · G + g) mod |pool|], G = num_groups.
     """
     groups = config.env.num_groups
     seed = config.env.task_seed_offset + iteration * groups

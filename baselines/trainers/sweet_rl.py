@@ -47,7 +47,12 @@ import numpy as np
 import torch
 
 from agentenvs.core import derive_rng, derive_seed
-from baselines.advantages import DEFAULT_REFERENCE, ranked_candidate_pairs, reference_preset, sweet_preference_pairs
+from baselines.advantages import (
+    DEFAULT_REFERENCE,
+    ranked_candidate_pairs,
+    reference_preset,
+    sweet_preference_pairs,
+)
 from baselines.losses import bradley_terry_loss, dpo_loss, sweet_turn_advantage
 from baselines.rollout import PromptEncoder, RolloutBatch, Trajectory, Turn
 from baselines.trainers.config import AlgorithmOptions
@@ -110,7 +115,11 @@ def pair_options(options: SweetRLOptions) -> tuple[dict[str, Any], dict[str, Any
     the released actor pairs come from one seeded random stream over the
     whole dataset, here one stream per iteration seeded from the run's seed.
     """
-    critic = {"mode": options.pair_mode, "success_score": options.success_score, "min_margin": options.min_margin}
+    critic = {
+        "mode": options.pair_mode,
+        "success_score": options.success_score,
+        "min_margin": options.min_margin,
+    }
     actor = {"mode": options.actor_pair_mode, "num_pairs": options.pairs_per_prefix}
     if options.preset == "reference":
         code = options.reference_code or None
@@ -160,7 +169,9 @@ class SweetRL:
 
     def _logprobs(self, model: Any, samples: Sequence[Sample]) -> tuple[torch.Tensor, torch.Tensor]:
         config = self.run.config
-        return response_logprobs(model, samples, config.optim.micro_batch_size, config.policy.device, self.run.pad_id)
+        return response_logprobs(
+            model, samples, config.optim.micro_batch_size, config.policy.device, self.run.pad_id
+        )
 
     def turn_advantages(self, turns: Sequence[Turn], responses: Sequence[Sequence[int]]) -> torch.Tensor:
         """A_θ of each (turn prefix, response): critic with c against the reference without it."""
@@ -177,8 +188,13 @@ class SweetRL:
             aligned_ref[row, critic_mask[row]] = ref_logprobs[row, ref_mask[row]]
         return sweet_turn_advantage(critic_logprobs, aligned_ref, critic_mask)
 
-    def critic_step(self, trajectories: Sequence[Trajectory], pairs: Sequence[tuple[int, int]]) -> dict[str, float]:
-        """One Bradley–Terry step on (preferred, rejected) trajectory pairs: −log σ(β Σ_t A(τ⁺) − β Σ_t A(τ⁻))."""
+    def critic_step(
+        self, trajectories: Sequence[Trajectory], pairs: Sequence[tuple[int, int]]
+    ) -> dict[str, float]:
+        """One Bradley–Terry step on (preferred, rejected) trajectory pairs.
+
+        L = −log σ(β Σ_t A(τ⁺) − β Σ_t A(τ⁻))
+        """
         involved = sorted({i for pair in pairs for i in pair})
         turns = [turn for i in involved for turn in trajectories[i].turns]
         owners = np.array([i for i in involved for _ in trajectories[i].turns])
@@ -237,7 +253,11 @@ class SweetRL:
     def update(self, prepared: Preferences, iteration: int) -> dict[str, float]:
         """One DPO step with an NLL term on the preferred turns."""
         preferred = prepared.pairs
-        stats = {"actor/dpo_pairs": float(len(preferred)), "actor/dpo_loss": 0.0, "actor/preference_accuracy": 0.0}
+        stats = {
+            "actor/dpo_pairs": float(len(preferred)),
+            "actor/dpo_loss": 0.0,
+            "actor/preference_accuracy": 0.0,
+        }
         if not preferred:
             return stats
         model = self.run.model
@@ -250,10 +270,17 @@ class SweetRL:
             ref_bad, _ = self._logprobs(self.reference, bad_samples)
         sums = [
             (x * m).sum(-1)
-            for x, m in ((policy_good, good_mask), (policy_bad, bad_mask), (ref_good, good_mask), (ref_bad, bad_mask))
+            for x, m in (
+                (policy_good, good_mask),
+                (policy_bad, bad_mask),
+                (ref_good, good_mask),
+                (ref_bad, bad_mask),
+            )
         ]
         nll = -(policy_good * good_mask).sum(-1) / good_mask.sum(-1).clamp_min(1)
-        loss, dpo_stats = dpo_loss(*sums, beta=self.options.beta, chosen_nll=nll, nll_coef=self.options.nll_coef)
+        loss, dpo_stats = dpo_loss(
+            *sums, beta=self.options.beta, chosen_nll=nll, nll_coef=self.options.nll_coef
+        )
         self.run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), self.run.config.optim.grad_clip)
