@@ -37,8 +37,8 @@ defines
 
 What this package may import: ``agentenvs`` (core, vector, diagnostics),
 the rest of ``baselines`` (advantages, losses, metrics, policy, prompts,
-rollout, tiny), torch, transformers, numpy, yaml. Nothing outside
-``baselines.trainers`` imports an algorithm module except through
-``config.algorithm_class``; algorithm modules never import each other, and
-nothing here names an env family: the env comes from the config file.
+rollout, tiny), torch, transformers, numpy, yaml. The loop finds an
+algorithm module only through ``config.algorithm_class``; algorithm modules
+never import each other, and nothing here names an env family: the env
+comes from the config file. Nothing in ``agentenvs`` imports this package.
 """
