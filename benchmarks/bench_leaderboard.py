@@ -22,7 +22,7 @@ import time
 
 import agentenvs
 from agentenvs.agents.panel import PanelSpec, env_panel
-from leaderboard.cli import available_main_ids
+from agentenvs.core.registration import available_main_ids
 from leaderboard.seed import scripted_document
 from leaderboard.verify import verify_submission
 

@@ -33,8 +33,8 @@ from typing import Any
 import agentenvs
 from agentenvs.agents.bundle import METADATA_SCHEMA
 from agentenvs.agents.panel import PANELS
+from agentenvs.core.registration import family_of
 from leaderboard.reported import REPORTED
-from leaderboard.verify import family_of
 
 SORT_SCRIPT = """
 document.querySelectorAll("table.sortable th[data-column]").forEach(function (header) {

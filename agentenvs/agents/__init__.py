@@ -6,7 +6,8 @@ name       what it sends
 random     one action drawn uniformly from ``info["admissible_actions"]``
            (or the env's ``sample_action(rng)`` where it cannot enumerate
            them), wrapped by the env's protocol so it is well formed
-expert     the env's own oracle policy: ``env.unwrapped.expert()``
+expert     the env's own oracle policy, the one its registry entry names
+           (``make_expert(env)`` in :mod:`agentenvs.core.registration`)
 =========  ==============================================================
 
 Every agent follows :class:`agentenvs.core.Agent`: ``act(observation, info)
