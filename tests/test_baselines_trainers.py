@@ -450,3 +450,21 @@ def test_a_new_algorithm_is_one_file_found_by_its_name(tmp_path, monkeypatch):
         assert json.loads((Path(config.run.out_dir) / "options.json").read_text())["scale"] == 2.0
     finally:
         sys.modules.pop("baselines.trainers.centred_pg", None)
+
+
+def test_a_resumed_ppo_run_restores_the_critic_and_both_optimizers(tmp_path):
+    sections = {"sampler": {"context": "full"}, "algorithm": {"name": "ppo", "critic_lr": 1e-2}}
+
+    def run(name: str, iterations: int, resume: bool = False) -> None:
+        out = {"iterations": iterations, "out_dir": str(tmp_path / name), "save_every": 1}
+        train(tiny_config(tmp_path, run=out, **sections), resume=resume)
+
+    run("straight", 2)
+    run("resumed", 1)
+    run("resumed", 2, resume=True)
+    for module in ("policy", "critic"):
+        straight, resumed = weights(tmp_path / "straight", module), weights(tmp_path / "resumed", module)
+        assert all(torch.equal(straight[name], resumed[name]) for name in straight), module
+    straight_log = read_jsonl(tmp_path / "straight" / "metrics.jsonl")
+    resumed_log = read_jsonl(tmp_path / "resumed" / "metrics.jsonl")
+    assert [r["critic/value_loss"] for r in resumed_log] == [r["critic/value_loss"] for r in straight_log]
