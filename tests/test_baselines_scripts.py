@@ -172,3 +172,20 @@ def test_gpu_check_script_runs_its_config_on_the_cpu(tmp_path):
         ).to_dict()
     )
     assert ran["algorithm"]["estimator"] == "gigpo" and ran["env"]["id"] == "agentenvs/Sokoban-Verl-v0"
+
+
+def test_train_script_passes_the_model_and_the_run_folder_to_the_trainer():
+    result = subprocess.run(
+        ["bash", "scripts/train.sh", "baselines/configs/sweet_rl_colbench.yaml", "/models/Absent"]
+        + ["--set", "algorithm.beta=0.3", "--print-config"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env=script_environment(RUNS="runs/here"),
+    )
+    assert result.returncode == 0, result.stderr
+    config = TrainConfig.from_mapping(json.loads(result.stdout))
+    assert config.policy.model == "/models/Absent" and config.run.out_dir == "runs/here/sweet_rl_colbench"
+    assert config.algorithm.name == "sweet_rl" and config.algorithm.beta == 0.3
