@@ -199,8 +199,13 @@ def apply_overrides(values: Mapping[str, Any], assignments: Sequence[str]) -> di
         value = read_yaml(raw, f"override {assignment[:80]!r}")
         section, dot, key = target.partition(".")
         if not dot:
-            if section not in SECTION_NAMES or not isinstance(value, Mapping):
+            former_flat_key = section in RENAMED_FLAT_KEYS and not isinstance(value, Mapping)
+            if section not in SECTION_NAMES or former_flat_key:
                 raise ConfigError(_unknown_section_message(section))
+            if not isinstance(value, Mapping):
+                raise ConfigError(
+                    f"override {assignment[:80]!r}: a whole section takes a mapping {{key: value}}"
+                )
             values[section] = dict(value)
             continue
         if section not in SECTION_NAMES:
