@@ -468,3 +468,17 @@ def test_a_resumed_ppo_run_restores_the_critic_and_both_optimizers(tmp_path):
     straight_log = read_jsonl(tmp_path / "straight" / "metrics.jsonl")
     resumed_log = read_jsonl(tmp_path / "resumed" / "metrics.jsonl")
     assert [r["critic/value_loss"] for r in resumed_log] == [r["critic/value_loss"] for r in straight_log]
+
+
+def test_similarity_anchors_record_the_difflib_order_the_preset_chose(tmp_path):
+    algorithm = {"name": "critic_free", "anchor": "similarity", "similarity_threshold": 0.9}
+    paper = TrainingRun(tiny_config(tmp_path / "paper", algorithm=algorithm))
+    assert paper.algorithm.resolved_options()["similarity_options"] == {
+        "threshold": 0.9,
+        "order": "agentenvs",
+    }
+    reference = TrainingRun(
+        tiny_config(tmp_path / "reference", algorithm={**algorithm, "preset": "reference"})
+    )
+    recorded = json.loads((reference.out / "options.json").read_text())
+    assert recorded["similarity_options"] == {"threshold": 0.9, "order": "verl-agent"}

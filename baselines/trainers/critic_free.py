@@ -49,6 +49,7 @@ from baselines.advantages import (
     grpo_advantages,
     mt_grpo_advantages,
     rloo_advantages,
+    similarity_options,
 )
 from baselines.metrics import anchor_metrics
 from baselines.rollout import RolloutBatch, Trajectory
@@ -78,6 +79,7 @@ class CriticFreeOptions(AlgorithmOptions):
     singleton: Literal["zero", "keep"] = "zero"
     anchor: Literal["obs", "state", "similarity"] = "obs"
     similarity_threshold: float = 0.95
+    similarity_order: Literal["agentenvs", "verl-agent"] = "agentenvs"  # difflib's (rep, obs) or (obs, rep)
     episode_over: Literal["trajectories", "steps"] = "trajectories"
     alpha: float = 1.0
     mt_grpo_form: Literal["paper", "released"] = "paper"
@@ -88,6 +90,11 @@ def preset_options(options: CriticFreeOptions) -> dict[str, Any]:
     return estimator_options(
         options.estimator, dataclasses.asdict(options), preset=options.preset, code=options.reference_code
     )
+
+
+def anchor_similarity_options(options: CriticFreeOptions) -> dict[str, Any]:
+    """Threshold and difflib argument order of similarity anchors after the preset."""
+    return similarity_options(dataclasses.asdict(options), preset=options.preset, code=options.reference_code)
 
 
 def turn_advantages(
@@ -115,7 +122,7 @@ def turn_advantages(
             keys: list[list[Any]] = similarity_anchor_keys(
                 [[turn.observation for turn in t.turns] for t in trajectories],
                 groups,
-                threshold=options.similarity_threshold,
+                **anchor_similarity_options(options),
             )
         else:
             attribute = "obs_key" if options.anchor == "obs" else "state_key"
@@ -157,7 +164,7 @@ class CriticFree:
         if options.preset == "reference":
             resolved["reference_code"] = options.reference_code or DEFAULT_REFERENCE[options.estimator]
         if options.estimator == "gigpo" and options.anchor == "similarity":
-            resolved["similarity_threshold"] = options.similarity_threshold
+            resolved["similarity_options"] = anchor_similarity_options(options)
         return resolved
 
     def advantages(self, batch: RolloutBatch, iteration: int) -> tuple[list[Sample], dict[str, Any]]:
