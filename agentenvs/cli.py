@@ -20,7 +20,7 @@ such as the per-level ``BabyAI-<Level>`` ids are left to patterns), a shell
 pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is missing are skipped
 with a note. ``--out`` writes one JSON line per episode (see
 :class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``eval`` plays a chat model on a fixed panel and writes a submission bundle
-(see :mod:`agentenvs.agents.evaluate`); rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
+(see :mod:`agentenvs.eval.evaluate`); rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
 (``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
 
 Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
@@ -444,7 +444,7 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
 # --------------------------------------------------------------- check-data
 def cmd_check_data(args: argparse.Namespace) -> int:
     """Load a data folder through the env's official loader, play the expert and the random agent, report."""
-    from agentenvs.agents.data_check import DataFolderError, check_data, takes_data_dir
+    from agentenvs.eval.data_check import DataFolderError, check_data, takes_data_dir
 
     env_id = resolve_env_id(args.env_id)
     reason = unavailable_reason(env_id)
@@ -482,7 +482,7 @@ def cmd_check_data(args: argparse.Namespace) -> int:
 
 
 def _has_data_dir(env_id: str) -> bool:
-    from agentenvs.agents.data_check import takes_data_dir
+    from agentenvs.eval.data_check import takes_data_dir
 
     try:
         return takes_data_dir(env_id)
@@ -522,9 +522,9 @@ def _print_data_report(report: Any) -> None:
 
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    from agentenvs.agents.bundle import FEW_EPISODES, BundleError
-    from agentenvs.agents.evaluate import GenerationSettings, run_eval
-    from agentenvs.agents.panel import panel_spec
+    from agentenvs.eval.bundle import FEW_EPISODES, BundleError
+    from agentenvs.eval.evaluate import GenerationSettings, run_eval
+    from agentenvs.eval.panel import panel_spec
     from agentenvs.core.chat import ChatError
 
     env_ids: list[str] = []

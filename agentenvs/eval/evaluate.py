@@ -62,7 +62,7 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
-from agentenvs.agents.bundle import (
+from agentenvs.eval.bundle import (
     EPISODES_FILE,
     METADATA_FILE,
     SUMMARY_FILE,
@@ -74,7 +74,7 @@ from agentenvs.agents.bundle import (
     validate,
     write_json,
 )
-from agentenvs.agents.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
+from agentenvs.eval.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
 from agentenvs.core.chat import ChatError, ContextLengthError
 from agentenvs.core.prompting import Turn, chat_messages, observation_text
 

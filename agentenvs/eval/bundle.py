@@ -54,7 +54,7 @@ import numpy as np
 from packaging.version import InvalidVersion, Version
 
 import agentenvs
-from agentenvs.agents.panel import PanelSpec, panel_digest
+from agentenvs.eval.panel import PanelSpec, panel_digest
 from agentenvs.core.keys import stable_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
