@@ -17,10 +17,12 @@
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
 and prints one summary row per pair. ``all`` selects every main id (variants
 such as the per-level ``BabyAI-<Level>`` ids are left to patterns), a shell
-pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is missing are skipped
-with a note. ``--out`` writes one JSON line per episode (see
-:class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``eval`` plays a chat model on a fixed panel and writes a submission bundle
-(see :mod:`agentenvs.eval.evaluate`); rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
+pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is
+missing are skipped with a note. ``--out`` writes one JSON line per episode
+(see :class:`agentenvs.eval.episodes.EpisodeRecord`), which ``replay`` re-runs
+and checks (:mod:`agentenvs.eval.replay`). ``eval`` plays a chat model on a
+fixed panel and writes a submission bundle (see :mod:`agentenvs.eval.evaluate`);
+rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
 (``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
 
 Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
@@ -35,6 +37,7 @@ when the folder cannot be opened at all.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
 import importlib
 import json
@@ -50,9 +53,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import agentenvs
-from agentenvs.agents import AGENTS, AgentUnavailable, EpisodeRecord, play_episode, replay_episode
+from agentenvs.agents import AGENTS, AgentUnavailable
 from agentenvs.core.env import MissingProgram
 from agentenvs.core.registration import NAMESPACE
+from agentenvs.eval.bundle import BundleError
+from agentenvs.eval.episodes import EpisodeRecord, play_episode
 
 QUIT_WORDS = ("quit", "exit")
 
@@ -370,38 +375,35 @@ def _packed(entries: list[str], width: int) -> list[str]:
 
 # ------------------------------------------------------------------- replay
 def cmd_replay(args: argparse.Namespace) -> int:
+    from agentenvs.eval.replay import Replayed, env_key, replay_records
+
     path = Path(args.results)
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
-    records = _read_records(path)
-    envs: dict[str, gym.Env] = {}
+    numbered = _read_records(path)
+    records = [dataclasses.replace(record, env_id=resolve_env_id(record.env_id)) for _, record in numbered]
+    for env_id, _, _ in sorted({env_key(record) for record in records}):
+        reason = unavailable_reason(env_id)
+        if reason is not None:
+            raise UsageError(f"{env_id} {reason}")
     mismatched = 0
     notes = Console(stderr=True)
-    try:
-        with _progress(notes) as progress:
-            task = progress.add_task("replay", total=len(records))
-            for line_number, record in records:
-                key = json.dumps([record.env_id, record.env_kwargs, record.split], sort_keys=True)
-                if key not in envs:
-                    kwargs = dict(record.env_kwargs)
-                    if record.split is not None:
-                        kwargs["split"] = record.split
-                    envs[key] = make_env(resolve_env_id(record.env_id), kwargs)
-                try:
-                    mismatches = replay_episode(envs[key], record)
-                except Exception as exc:
-                    mismatches = [f"replaying raised {type(exc).__name__}: {_one_line(exc)}"]
-                if mismatches:
-                    mismatched += 1
-                    _note(
-                        progress.console,
-                        f"{path.name}:{line_number} {record.env_id} {record.agent} task {record.task_id} "
-                        f"seed {record.seed}: " + "; ".join(mismatches[:4]),
-                    )
-                progress.advance(task)
-    finally:
-        for env in envs.values():
-            env.close()
+    with _progress(notes) as progress:
+        task = progress.add_task("replay", total=len(records))
+
+        def report(index: int, replayed: Replayed) -> None:
+            nonlocal mismatched
+            if not replayed.reproduced:
+                mismatched += 1
+                line_number, record = numbered[index]
+                _note(
+                    progress.console,
+                    f"{path.name}:{line_number} {record.env_id} {record.agent} task {record.task_id} "
+                    f"seed {record.seed}: " + "; ".join(replayed.problems[:4]),
+                )
+            progress.advance(task)
+
+        replay_records(records, on_replayed=report)
     verdict = "all match" if not mismatched else f"{mismatched} mismatched"
     print(f"replayed {len(records)} episodes from {path}: {verdict}")
     return 1 if mismatched else 0
@@ -427,14 +429,14 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
         if not line.strip():
             continue
         try:
-            records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
+            records.append((line_number, EpisodeRecord.from_json(json.loads(line), kind="record")))
         except json.JSONDecodeError as exc:
             if line_number == len(lines):  # the last line, with no newline after it
                 raise UsageError(
                     f"{path}:{line_number} is cut short: the file ends inside a record"
                 ) from None
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
-        except (ValueError, TypeError) as exc:
+        except BundleError as exc:
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
     if not records:
         raise UsageError(f"{path} holds no episode records")
@@ -522,7 +524,7 @@ def _print_data_report(report: Any) -> None:
 
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    from agentenvs.eval.bundle import FEW_EPISODES, BundleError
+    from agentenvs.eval.bundle import FEW_EPISODES
     from agentenvs.eval.evaluate import GenerationSettings, run_eval
     from agentenvs.eval.panel import panel_spec
     from agentenvs.core.chat import ChatError

@@ -21,7 +21,7 @@ import json
 import time
 
 import agentenvs
-from agentenvs.agents.panel import PanelSpec, env_panel
+from agentenvs.eval.panel import PanelSpec, env_panel
 from leaderboard.cli import available_main_ids
 from leaderboard.seed import scripted_document
 from leaderboard.verify import verify_submission

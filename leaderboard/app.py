@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from agentenvs.agents.bundle import MAX_INTEGER, BundleError, validate
+from agentenvs.eval.bundle import MAX_INTEGER, BundleError, validate
 from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
 from leaderboard.store import Store, utc_now
 from leaderboard.verify import verify_submission

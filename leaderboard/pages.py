@@ -31,8 +31,8 @@ from html import escape
 from typing import Any
 
 import agentenvs
-from agentenvs.agents.bundle import METADATA_SCHEMA
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.bundle import METADATA_SCHEMA
+from agentenvs.eval.panel import PANELS
 from leaderboard.reported import REPORTED
 from leaderboard.verify import family_of
 

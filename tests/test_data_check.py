@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import agentenvs
-from agentenvs.agents.data_check import check_data, spread, takes_data_dir
+from agentenvs.eval.data_check import check_data, spread, takes_data_dir
 from agentenvs.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,16 +10,16 @@ import gymnasium as gym
 import pytest
 from fixtures.openai_server import FakeOpenAIServer
 
-from agentenvs.agents.bundle import BundleError, read_bundle, wilson_interval
+from agentenvs.eval.bundle import BundleError, read_bundle, wilson_interval
 import agentenvs
-from agentenvs.agents.evaluate import (
+from agentenvs.eval.evaluate import (
     ContextOverflow,
     GenerationSettings,
     PromptFitter,
     restore_stop,
     run_eval,
 )
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.panel import PANELS
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatClient, ChatReply, ContextLengthError
 from agentenvs.core.keys import stable_digest

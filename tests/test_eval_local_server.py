@@ -8,7 +8,7 @@ import pytest
 import torch
 from fixtures.app_server import serving
 
-from agentenvs.agents.bundle import read_bundle
+from agentenvs.eval.bundle import read_bundle
 from agentenvs.agents.local import TransformersChat
 from agentenvs.agents.openai_server import create_app as create_model_server
 from agentenvs.cli import main as agentenvs_main

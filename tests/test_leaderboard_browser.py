@@ -16,7 +16,7 @@ import pytest
 from fixtures.app_server import serving
 from PIL import Image
 
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import create_app
 from leaderboard.cli import available_main_ids
 from leaderboard.seed import scripted_document

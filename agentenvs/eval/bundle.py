@@ -120,6 +120,23 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "end_reason": {"enum": list(END_REASONS)},
     },
 }
+# what only a model's episodes measure; a scripted agent's record holds zeros and its own timings
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "model_s", "env_s")
+# a record of ``agentenvs run --out``: the episode's form for any env and kwargs (a bundle plays the
+# panel's envs with their defaults), where an env without splits, task ids or outcomes writes null
+NULLABLE_IN_RECORDS = ("split", "task_id", "success", "score")
+RECORD_SCHEMA: dict[str, Any] = {
+    **EPISODE_SCHEMA,
+    "required": [name for name in EPISODE_SCHEMA["required"] if name not in USAGE_FIELDS],
+    "properties": {
+        **EPISODE_SCHEMA["properties"],
+        "env_kwargs": {"type": "object"},
+        **{
+            name: {**EPISODE_SCHEMA["properties"][name], "type": [EPISODE_SCHEMA["properties"][name]["type"], "null"]}
+            for name in NULLABLE_IN_RECORDS
+        },
+    },
+}
 _interval = {
     "type": "object",
     "required": ["mean", "low", "high"],
@@ -236,6 +253,7 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
 EPISODES_FILE, SUMMARY_FILE, METADATA_FILE = "episodes.jsonl", "summary.json", "metadata.json"
 SCHEMAS = {
     "episode": EPISODE_SCHEMA,
+    "record": RECORD_SCHEMA,
     "summary": SUMMARY_SCHEMA,
     "metadata": METADATA_SCHEMA,
     "submission": SUBMISSION_SCHEMA,
@@ -354,6 +372,27 @@ def submission_metadata(
     }
 
 
+# the tolerance of every comparison of recorded numbers with recomputed ones (see same_number)
+RELATIVE_TOLERANCE = 1e-9
+ABSOLUTE_TOLERANCE = 1e-12
+
+
+def same_number(recorded: Any, recomputed: Any) -> bool:
+    """Whether a recorded number and its recomputation agree; the one rule replay and the board apply.
+
+    ``|a − b| ≤ max(1e-9 · max(|a|, |b|), 1e-12)`` (``math.isclose`` with
+    :data:`RELATIVE_TOLERANCE` and :data:`ABSOLUTE_TOLERANCE`). JSON carries
+    doubles exactly, so the slack only absorbs a sum taken in another order
+    (a return, a component sum, a summary mean); an edited number is off by far
+    more. Strings (keys) compare exactly; None agrees only with None.
+    """
+    if isinstance(recorded, str) or isinstance(recomputed, str):
+        return recorded == recomputed
+    if recorded is None or recomputed is None:
+        return recorded is None and recomputed is None
+    return math.isclose(float(recorded), float(recomputed), rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE)
+
+
 # ------------------------------------------------------------------ summary
 def bootstrap_interval(values: Sequence[float], rng: np.random.Generator) -> tuple[float, float, np.ndarray]:
     """95% percentile-bootstrap interval of the mean, and the resampled means."""
@@ -431,7 +470,7 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> list[str]:
-    """Where two summaries differ (numbers compared to 1e-9 relative)."""
+    """Where two summaries differ (numbers compared by :func:`same_number`)."""
     if isinstance(actual, Mapping):
         if not isinstance(claimed, Mapping) or set(claimed) != set(actual):
             return [f"{path}: keys {sorted(claimed) if isinstance(claimed, Mapping) else claimed!r}"]
@@ -442,7 +481,7 @@ def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> lis
         ]
     if isinstance(claimed, bool) or not isinstance(claimed, (int, float)):
         return [f"{path}: {claimed!r}, recomputed {actual!r}"]
-    if not math.isclose(float(claimed), float(actual), rel_tol=1e-9, abs_tol=1e-12):
+    if not same_number(claimed, actual):
         return [f"{path}: {claimed!r}, recomputed {actual!r}"]
     return []
 

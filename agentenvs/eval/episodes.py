@@ -1,32 +1,44 @@
-"""Recorded episodes: play one with an agent, write it as JSON, replay it and compare.
+"""One recorded episode, :class:`EpisodeRecord`: what ``agentenvs run --out``, ``agentenvs eval``,
+the bundle and the leaderboard hold.
 
 A record holds what is needed to re-run the episode exactly (env id, env
 kwargs, split, reset seed, task id, every response) and what the replay must
-reproduce (per-turn rewards, observation and state keys, success, score).
-Envs are deterministic, so a faithful replay matches to the bit; a mismatch
-means the record was altered or the env changed.
+reproduce (per-turn rewards, observation and state keys, success, score,
+return, component sums), plus usage (prompt and completion tokens, seconds in
+the model and in the env) and how the episode ended. Envs are deterministic,
+so a faithful replay (:mod:`agentenvs.eval.replay`) matches; a mismatch means
+the record was altered or the env changed.
+
+Its JSON form (:meth:`EpisodeRecord.to_json`) is the bundle's episode line;
+:meth:`EpisodeRecord.from_json` reads one back through the bundle's
+validation: ``kind="episode"`` for a bundle (:data:`~agentenvs.eval.bundle.EPISODE_SCHEMA`),
+``kind="record"`` for a results file of ``agentenvs run``, which may name env
+kwargs and predates the usage fields (:data:`~agentenvs.eval.bundle.RECORD_SCHEMA`).
 """
 
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import gymnasium as gym
 
 from agentenvs.agents.scripted import make_agent
+from agentenvs.eval.bundle import validate
 
-RECORD_FIELDS = (
-    "env_id", "env_kwargs", "split", "seed", "task_id", "agent", "responses", "rewards",
-    "obs_keys", "state_keys", "success", "score", "turns", "return", "component_sums",
-)  # fmt: skip
+CONTEXT_OVERFLOW = "context_overflow"
 
 
 @dataclass
 class EpisodeRecord:
-    """One episode; ``obs_keys``/``state_keys`` start with the reset's (``turns + 1`` entries)."""
+    """One episode; ``obs_keys``/``state_keys`` start with the reset's (``turns + 1`` entries).
+
+    ``end_reason``: ``terminated``, ``truncated``, or ``context_overflow``
+    (the model's prompt no longer fit: a failure with score 0, the env still
+    running); None in records written before it was recorded.
+    """
 
     env_id: str
     env_kwargs: dict[str, Any]
@@ -41,6 +53,15 @@ class EpisodeRecord:
     success: bool | None = None
     score: float | None = None
     component_sums: dict[str, float] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_s: float = 0.0
+    env_s: float = 0.0
+    end_reason: str | None = None
+    # what a record read back claimed for ``turns`` and ``return`` (None for one played here); not
+    # trusted, the replay checks them against the responses and the replayed rewards
+    claimed_turns: int | None = field(default=None, compare=False, repr=False)
+    claimed_return: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def turns(self) -> int:
@@ -50,21 +71,54 @@ class EpisodeRecord:
     def episode_return(self) -> float:
         return float(sum(self.rewards))
 
+    @property
+    def overflowed(self) -> bool:
+        return self.end_reason == CONTEXT_OVERFLOW
+
+    def add_step(self, response: str, reward: float, info: Mapping[str, Any]) -> None:
+        """Append one turn: its response, reward, keys and reward components."""
+        self.responses.append(response)
+        self.rewards.append(float(reward))
+        self.obs_keys.append(info.get("obs_key"))
+        self.state_keys.append(info.get("state_key"))
+        for name, value in info.get("reward_components", {}).items():
+            self.component_sums[name] = self.component_sums.get(name, 0.0) + float(value)
+
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The bundle's episode line (``turns`` and ``return`` computed; no ``end_reason`` when unknown)."""
+        data: dict[str, Any] = {}
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if spec.name in CLAIMS or (spec.name == "end_reason" and value is None):
+                continue
+            data[spec.name] = _copied(value)
         data["turns"] = self.turns
         data["return"] = self.episode_return
-        return {name: data[name] for name in RECORD_FIELDS}
+        return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EpisodeRecord:
-        """Rebuild a record; ``TypeError`` for a non-object, ``ValueError`` naming a missing field."""
-        if not isinstance(data, Mapping):
-            raise TypeError("not a JSON object")
-        for name in RECORD_FIELDS:
-            if name not in data:
-                raise ValueError(f"missing field {name!r}")
-        return cls(**{name: data[name] for name in RECORD_FIELDS if name not in ("turns", "return")})
+    def from_json(cls, data: Any, *, kind: str = "record") -> EpisodeRecord:
+        """A record from its JSON form, validated as ``kind`` (``"episode"`` or ``"record"``).
+
+        ``BundleError`` (a ``ValueError``) names what the bundle's validation refuses.
+        """
+        if kind not in ("episode", "record"):
+            raise ValueError(f"kind must be 'episode' or 'record', got {kind!r}")
+        validate(kind, data)
+        values = {spec.name: _copied(data[spec.name]) for spec in fields(cls) if spec.name in data}
+        return cls(**values, claimed_turns=data["turns"], claimed_return=data["return"])
+
+
+CLAIMS = ("claimed_turns", "claimed_return")
+
+
+def _copied(value: Any) -> Any:
+    """A fresh container (lists and dicts copied one level), so a record never aliases its source."""
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
 
 
 def play_episode(
@@ -73,8 +127,13 @@ def play_episode(
     """Reset with ``seed``, build the agent ``agent_name`` for the episode (same seed), play it out.
 
     ``env_id`` and ``env_kwargs`` are what the record names to rebuild the env.
+    ``model_s`` is the agent's time, ``env_s`` the env's (reset and steps);
+    a scripted agent counts no tokens.
     """
+    clock = time.perf_counter
+    started = clock()
     observation, info = env.reset(seed=seed)
+    env_s = clock() - started
     agent = make_agent(agent_name, env, seed)
     record = EpisodeRecord(
         env_id=env_id,
@@ -86,59 +145,18 @@ def play_episode(
         obs_keys=[info.get("obs_key")],
         state_keys=[info.get("state_key")],
     )
-    done = False
-    while not done:
+    model_s = 0.0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        started = clock()
         response = agent.act(observation, info)
+        model_s += clock() - started
+        started = clock()
         observation, reward, terminated, truncated, info = env.step(response)
-        done = terminated or truncated
-        record.responses.append(response)
-        record.rewards.append(float(reward))
-        record.obs_keys.append(info.get("obs_key"))
-        record.state_keys.append(info.get("state_key"))
-        for name, value in info.get("reward_components", {}).items():
-            record.component_sums[name] = record.component_sums.get(name, 0.0) + float(value)
+        env_s += clock() - started
+        record.add_step(response, reward, info)
     record.success = info.get("success")
     record.score = info.get("score")
+    record.model_s, record.env_s = model_s, env_s
+    record.end_reason = "terminated" if terminated else "truncated"
     return record
-
-
-def replay_episode(env: gym.Env, record: EpisodeRecord) -> list[str]:
-    """Re-run ``record`` (reset by its task id and seed, then its responses); what differs."""
-    options = {"task_id": record.task_id} if record.task_id is not None else None
-    _, info = env.reset(seed=record.seed, options=options)
-    mismatches = []
-    _compare(mismatches, "state key after reset", info.get("state_key"), record.state_keys[:1])
-    _compare(mismatches, "obs key after reset", info.get("obs_key"), record.obs_keys[:1])
-    done = False
-    for turn, response in enumerate(record.responses, start=1):
-        if done:
-            mismatches.append(f"the episode ended after {turn - 1} turns; the record has {record.turns}")
-            break
-        _, reward, terminated, truncated, info = env.step(response)
-        done = terminated or truncated
-        if turn - 1 >= len(record.rewards) or not _same_number(reward, record.rewards[turn - 1]):
-            recorded = record.rewards[turn - 1] if turn - 1 < len(record.rewards) else None
-            mismatches.append(f"turn {turn}: reward {reward!r}, recorded {recorded!r}")
-        _compare(
-            mismatches, f"turn {turn}: state key", info.get("state_key"), record.state_keys[turn : turn + 1]
-        )
-        _compare(mismatches, f"turn {turn}: obs key", info.get("obs_key"), record.obs_keys[turn : turn + 1])
-    if not done and not mismatches:
-        mismatches.append(f"the episode had not ended after the record's {record.turns} turns")
-    if info.get("success") != record.success:
-        mismatches.append(f"success {info.get('success')!r}, recorded {record.success!r}")
-    if not _same_number(info.get("score"), record.score):
-        mismatches.append(f"score {info.get('score')!r}, recorded {record.score!r}")
-    return mismatches
-
-
-def _compare(mismatches: list[str], what: str, actual: Any, recorded: list[Any]) -> None:
-    expected = recorded[0] if recorded else None
-    if actual != expected:
-        mismatches.append(f"{what} {actual!r}, recorded {expected!r}")
-
-
-def _same_number(actual: Any, recorded: Any) -> bool:
-    if actual is None or recorded is None:
-        return actual is None and recorded is None
-    return math.isclose(float(actual), float(recorded), rel_tol=1e-9, abs_tol=1e-12)
