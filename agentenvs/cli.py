@@ -56,7 +56,7 @@ import agentenvs
 from agentenvs.agents import AGENTS, AgentUnavailable
 from agentenvs.core.env import MissingProgram
 from agentenvs.core.registration import NAMESPACE
-from agentenvs.eval.bundle import BundleError
+from agentenvs.eval.bundle import BundleError, parse_json
 from agentenvs.eval.episodes import EpisodeRecord, play_episode
 
 QUIT_WORDS = ("quit", "exit")
@@ -429,13 +429,13 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
         if not line.strip():
             continue
         try:
-            records.append((line_number, EpisodeRecord.from_json(json.loads(line), kind="record")))
-        except json.JSONDecodeError as exc:
+            data = parse_json(line)
+        except BundleError as exc:
             if line_number == len(lines):  # the last line, with no newline after it
-                raise UsageError(
-                    f"{path}:{line_number} is cut short: the file ends inside a record"
-                ) from None
+                raise UsageError(f"{path}:{line_number} is cut short: the file ends inside a record") from None
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+        try:
+            records.append((line_number, EpisodeRecord.from_json(data, kind="record")))
         except BundleError as exc:
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
     if not records:

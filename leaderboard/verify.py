@@ -100,7 +100,7 @@ def verify_submission(
         return verdict
     if not _check_panel(spec, metadata, verdict) or not _check_coverage(spec, metadata, episodes, verdict):
         return verdict
-    records = [EpisodeRecord.from_json(episode, kind="episode") for episode in episodes]
+    records = [EpisodeRecord.from_validated(episode) for episode in episodes]
     replays = replay_records(records, backend=backend, num_workers=num_workers, batch=batch)
     for number, (record, replayed) in enumerate(zip(records, replays)):
         for problem in replayed.problems:

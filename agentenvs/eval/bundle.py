@@ -266,13 +266,39 @@ class BundleError(ValueError):
     """A bundle that does not follow the schema, or is incomplete."""
 
 
+def parse_json(text: str | bytes) -> Any:
+    """``text`` as JSON proper; ``BundleError`` ``not JSON: <reason>`` otherwise.
+
+    Python's reader accepts what no JSON number means (``NaN``, ``Infinity``,
+    ``1e999``, which parses as infinity): refused, as is nesting deeper than
+    Python recurses (``[[[…]]]`` 200,000 deep) and text that is not UTF-8.
+    """
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise BundleError(f"not JSON: {type(exc).__name__}: {exc}") from None
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def validate(kind: str, data: Any) -> None:
     """Check ``data`` against the ``kind`` schema and the rules beyond it (module docstring)."""
     try:
         _VALIDATORS[kind](data)
+        problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
     except fastjsonschema.JsonSchemaValueException as exc:
         raise BundleError(f"{kind}: {exc.message[:300]}") from None
-    problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
+    except RecursionError:  # a free-form value (a record's env kwargs) nested deeper than Python recurses
+        raise BundleError(f"{kind}: nested too deeply to check") from None
     if problem is not None:
         raise BundleError(f"{kind}: {problem[:300]}")
 
@@ -495,9 +521,9 @@ def read_episode_lines(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                episode = json.loads(line)
+                episode = parse_json(line)
                 validate("episode", episode)
-            except (json.JSONDecodeError, BundleError) as exc:
+            except BundleError as exc:
                 raise BundleError(f"{path.name}:{number}: {exc}") from None
             episodes.append(episode)
     return episodes
@@ -512,8 +538,10 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_json(path: Path, kind: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = parse_json(path.read_bytes())
+    except OSError as exc:
+        raise BundleError(f"{path.name}: {exc}") from None
+    except BundleError as exc:
         raise BundleError(f"{path.name}: {exc}") from None
     validate(kind, data)
     return data

@@ -86,12 +86,9 @@ class EpisodeRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The bundle's episode line (``turns`` and ``return`` computed; no ``end_reason`` when unknown)."""
-        data: dict[str, Any] = {}
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            if spec.name in CLAIMS or (spec.name == "end_reason" and value is None):
-                continue
-            data[spec.name] = _copied(value)
+        data = {name: _copied(getattr(self, name)) for name in _JSON_FIELDS}
+        if self.end_reason is None:
+            del data["end_reason"]
         data["turns"] = self.turns
         data["return"] = self.episode_return
         return data
@@ -105,11 +102,17 @@ class EpisodeRecord:
         if kind not in ("episode", "record"):
             raise ValueError(f"kind must be 'episode' or 'record', got {kind!r}")
         validate(kind, data)
-        values = {spec.name: _copied(data[spec.name]) for spec in fields(cls) if spec.name in data}
+        return cls.from_validated(data)
+
+    @classmethod
+    def from_validated(cls, data: Mapping[str, Any]) -> EpisodeRecord:
+        """A record from a JSON form already validated (a whole bundle or submission validates its episodes)."""
+        values = {name: _copied(data[name]) for name in _JSON_FIELDS if name in data}
         return cls(**values, claimed_turns=data["turns"], claimed_return=data["return"])
 
 
-CLAIMS = ("claimed_turns", "claimed_return")
+# the fields the JSON form holds as they are (``turns`` and ``return`` are computed from the others)
+_JSON_FIELDS = tuple(spec.name for spec in fields(EpisodeRecord) if not spec.name.startswith("claimed_"))
 
 
 def _copied(value: Any) -> Any:

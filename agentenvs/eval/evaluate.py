@@ -373,7 +373,7 @@ def _check_replays(path: Path, lines: Sequence[dict[str, Any]]) -> None:
     or written by a version whose envs differ, would get the finished bundle
     rejected there, so the resume stops here and names it.
     """
-    records = [EpisodeRecord.from_json(line, kind="episode") for line in lines]  # read_episode_lines validated
+    records = [EpisodeRecord.from_validated(line) for line in lines]  # read_episode_lines validated them
     for number, (record, replayed) in enumerate(zip(records, replay_records(records)), start=1):
         if not replayed.reproduced:
             raise BundleError(
