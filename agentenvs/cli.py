@@ -432,7 +432,9 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
             data = parse_json(line)
         except BundleError as exc:
             if line_number == len(lines):  # the last line, with no newline after it
-                raise UsageError(f"{path}:{line_number} is cut short: the file ends inside a record") from None
+                raise UsageError(
+                    f"{path}:{line_number} is cut short: the file ends inside a record"
+                ) from None
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
         try:
             records.append((line_number, EpisodeRecord.from_json(data, kind="record")))
@@ -524,10 +526,10 @@ def _print_data_report(report: Any) -> None:
 
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
+    from agentenvs.core.chat import ChatError
     from agentenvs.eval.bundle import FEW_EPISODES
     from agentenvs.eval.evaluate import GenerationSettings, run_eval
     from agentenvs.eval.panel import panel_spec
-    from agentenvs.core.chat import ChatError
 
     env_ids: list[str] = []
     for name in args.env_ids:

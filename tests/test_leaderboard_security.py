@@ -196,9 +196,9 @@ def test_hostile_model_names_are_stored_verbatim_and_rendered_inert(app, honest)
 
 
 def test_hostile_responses_replay_and_render_inert(tmp_path):
+    from agentenvs.core.chat import ChatReply
     from agentenvs.eval.bundle import read_bundle
     from agentenvs.eval.evaluate import run_eval
-    from agentenvs.core.chat import ChatReply
 
     class Hostile:
         def complete(self, messages, **request):

@@ -54,8 +54,8 @@ import numpy as np
 from packaging.version import InvalidVersion, Version
 
 import agentenvs
-from agentenvs.eval.panel import PanelSpec, panel_digest
 from agentenvs.core.keys import stable_digest
+from agentenvs.eval.panel import PanelSpec, panel_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
 BOOTSTRAP_RESAMPLES = 2000
@@ -132,7 +132,10 @@ RECORD_SCHEMA: dict[str, Any] = {
         **EPISODE_SCHEMA["properties"],
         "env_kwargs": {"type": "object"},
         **{
-            name: {**EPISODE_SCHEMA["properties"][name], "type": [EPISODE_SCHEMA["properties"][name]["type"], "null"]}
+            name: {
+                **EPISODE_SCHEMA["properties"][name],
+                "type": [EPISODE_SCHEMA["properties"][name]["type"], "null"],
+            }
             for name in NULLABLE_IN_RECORDS
         },
     },
@@ -416,7 +419,9 @@ def same_number(recorded: Any, recomputed: Any) -> bool:
         return recorded == recomputed
     if recorded is None or recomputed is None:
         return recorded is None and recomputed is None
-    return math.isclose(float(recorded), float(recomputed), rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE)
+    return math.isclose(
+        float(recorded), float(recomputed), rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE
+    )
 
 
 # ------------------------------------------------------------------ summary

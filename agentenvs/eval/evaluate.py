@@ -63,6 +63,8 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
+from agentenvs.core.chat import ChatError, ContextLengthError
+from agentenvs.core.prompting import Turn, chat_messages, observation_text
 from agentenvs.eval.bundle import (
     EPISODES_FILE,
     METADATA_FILE,
@@ -77,8 +79,6 @@ from agentenvs.eval.bundle import (
 )
 from agentenvs.eval.episodes import CONTEXT_OVERFLOW, EpisodeRecord
 from agentenvs.eval.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
-from agentenvs.core.chat import ChatError, ContextLengthError
-from agentenvs.core.prompting import Turn, chat_messages, observation_text
 from agentenvs.eval.replay import replay_records
 
 # where a backend cannot count tokens: UTF-8 bytes of the contents plus this much per message for the

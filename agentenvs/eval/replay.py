@@ -42,6 +42,7 @@ from agentenvs.vector.backends import make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
 
 COPIES_PER_WORKER = 16
+PROBLEM_CHARS = 300
 # (env id, env kwargs as canonical JSON, split): the records one set of env copies replays
 EnvKey = tuple[str, str, str | None]
 
@@ -151,7 +152,7 @@ def _reset(backend: Any, episodes: Mapping[int, _Episode]) -> None:
     }
     try:
         results = backend.reset(requests)
-    except Exception:
+    except Exception:  # some record's reset raised: find which, one slot at a time
         results = {}
         for slot, request in requests.items():
             try:
@@ -167,7 +168,9 @@ def _replay_chunk(
 ) -> list[tuple[int, Replayed]]:
     episodes = {slot: _Episode(records[index]) for slot, index in enumerate(chunk)}
     _reset(backend, episodes)
-    running = {slot for slot, episode in episodes.items() if episode.error is None and episode.record.responses}
+    running = {
+        slot for slot, episode in episodes.items() if episode.error is None and episode.record.responses
+    }
     for slot, episode in episodes.items():
         if episode.error is None and not episode.record.responses and not episode.record.overflowed:
             episode.error = "the record has no turns"
@@ -177,7 +180,9 @@ def _replay_chunk(
         for slot, result in backend.step(responses).items():
             episode = episodes[slot]
             if isinstance(result, Crash):
-                episode.error = f"the env crashed on turn {turn + 1}: {result.error.splitlines()[-1]}"
+                episode.error = (
+                    f"the env crashed on turn {turn + 1}: {result.error.splitlines()[-1][:PROBLEM_CHARS]}"
+                )
                 running.discard(slot)
                 continue
             observation, reward, terminated, truncated, info = result
@@ -216,7 +221,9 @@ def _differences(episode: _Episode) -> list[str]:
     elif episode.final is None:
         problems.append(f"the episode had not ended after the record's {record.turns} turns")
     elif len(episode.rewards) != record.turns:
-        problems.append(f"the episode ended after {len(episode.rewards)} turns; the record has {record.turns}")
+        problems.append(
+            f"the episode ended after {len(episode.rewards)} turns; the record has {record.turns}"
+        )
     for name, replayed, recorded in (
         ("rewards", episode.rewards, record.rewards),
         ("obs_keys", episode.obs_keys, record.obs_keys),
@@ -253,4 +260,5 @@ def _entry(values: Sequence[Any], turn: int) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+    """The error on one line, cut to :data:`PROBLEM_CHARS` (an env's error may quote huge kwargs)."""
+    return " ".join(str(exc).split())[:PROBLEM_CHARS]
