@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import gymnasium as gym
@@ -14,7 +15,14 @@ import pytest
 import agentenvs
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatReply
-from agentenvs.eval.bundle import USAGE_FIELDS, BundleError, same_number, validate
+from agentenvs.eval.bundle import (
+    ABSOLUTE_TOLERANCE,
+    RELATIVE_TOLERANCE,
+    USAGE_FIELDS,
+    BundleError,
+    same_number,
+    validate,
+)
 from agentenvs.eval.episodes import EpisodeRecord, play_episode
 from agentenvs.eval.evaluate import run_eval
 from agentenvs.eval.panel import PANELS
@@ -243,3 +251,10 @@ def test_the_eval_modules_left_agents_without_a_shim():
         assert importlib.util.find_spec(f"agentenvs.agents.{name}") is None
     for name in ("scripted", "local", "openai_server"):
         assert (PACKAGE / "agents" / f"{name}.py").is_file()
+
+
+def test_the_readme_states_the_one_tolerance():
+    readme = " ".join((PACKAGE.parent / "README.md").read_text(encoding="utf-8").split())
+    match = re.search(r"within 1e-(\d+) relative \(1e-(\d+) absolute\)", readme)
+    assert match is not None
+    assert (10.0 ** -int(match[1]), 10.0 ** -int(match[2])) == (RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE)

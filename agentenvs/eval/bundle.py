@@ -4,12 +4,15 @@ A bundle is a folder of three files (and, for upload, one JSON document
 ``{"metadata": ..., "summary": ..., "episodes": [...]}`` holding the same):
 
 ``episodes.jsonl``
-    one line per finished episode (:data:`EPISODE_SCHEMA`): what replay needs
+    one line per finished episode (:data:`EPISODE_SCHEMA`), the JSON form of
+    an :class:`~agentenvs.eval.episodes.EpisodeRecord`: what replay needs
     (env id, split, task id, seed, every raw response) and what it must
     reproduce (per-turn rewards, obs and state keys, success, score), plus
     usage (prompt/completion tokens, seconds in the model and in the env), and
     ``end_reason``: ``terminated``, ``truncated`` or ``context_overflow`` (the
-    prompt no longer fit the model's context: a failure, score 0).
+    prompt no longer fit the model's context: a failure, score 0). A results
+    file of ``agentenvs run --out`` holds the same lines, which may also name
+    env kwargs and, from older versions, lack the usage (:data:`RECORD_SCHEMA`).
 ``summary.json``
     per env: episodes, success (95% Wilson interval) and score (95% bootstrap
     interval), mean turns, token totals, context overflows; ``overall``: the
@@ -22,7 +25,8 @@ A bundle is a folder of three files (and, for upload, one JSON document
     and stop strings) with their digest ``settings_digest``: submissions rank
     together only when it is equal (:data:`METADATA_SCHEMA`).
 
-Every read validates against the JSON schema (draft-07, :func:`validate`);
+Every read parses strict JSON (:func:`parse_json`: no ``NaN``, ``Infinity``
+or ``1e999``) and validates against the JSON schema (draft-07, :func:`validate`);
 the schema is part of the public format (``SUBMISSION_SCHEMA``). Beyond the
 schema, :func:`validate` enforces what JSON Schema cannot say:
 
@@ -37,6 +41,9 @@ schema, :func:`validate` enforces what JSON Schema cannot say:
   Greek letters (no Latin name with a Cyrillic ``е``);
 * ``package_version`` is a PEP 440 version (``created``, a UTC timestamp
   ``YYYY-MM-DDTHH:MM:SSZ`` of a real date, is the schema's ``date-time``).
+
+A number a bundle records and its recomputation (a replayed reward, a
+recomputed summary) agree by one rule, :func:`same_number`.
 """
 
 from __future__ import annotations
