@@ -138,10 +138,26 @@ def test_an_env_that_cannot_be_built_is_a_problem_of_each_of_its_records(records
     assert "no_such_kwarg" in replays[0].problems[0] and replays[2].problems == []
 
 
-def test_replay_reports_each_record_as_it_ends(records):
-    seen = []
-    replay_records(fresh(records), batch=4, on_replayed=lambda index, replayed: seen.append(index))
-    assert sorted(seen) == list(range(len(records)))
+def test_replay_reports_each_record_as_its_batch_ends(records, monkeypatch):
+    from agentenvs.eval import replay
+
+    log: list[object] = []
+    chunk = replay._replay_chunk
+
+    def logged_chunk(*args):
+        log.append("batch starts")
+        return chunk(*args)
+
+    monkeypatch.setattr(replay, "_replay_chunk", logged_chunk)
+    replay_records(fresh(records), batch=4, on_replayed=lambda index, replayed: log.append(index))
+    assert log == ["batch starts", 0, 1, 2, 3, "batch starts", 4, 5]
+
+
+def test_a_bad_backend_is_the_caller_s_error_not_each_record_s(records):
+    with pytest.raises(ValueError, match="unknown backend 'threads'"):
+        replay_records(records, backend="threads")
+    with pytest.raises(ValueError, match="num_workers must be >= 1"):
+        replay_records(records, backend="subprocess", num_workers=0)
 
 
 # ------------------------------------------------------------------ eval's resume

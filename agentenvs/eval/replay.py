@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs.core.prompting import observation_text
 from agentenvs.eval.bundle import same_number
 from agentenvs.eval.episodes import EpisodeRecord
-from agentenvs.vector.backends import make_backend
+from agentenvs.vector.backends import BACKENDS, make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
 
 COPIES_PER_WORKER = 16
@@ -78,7 +78,11 @@ def replay_records(
     worker process otherwise. ``on_replayed(index, replayed)`` is called as
     each record's replay ends (for progress display).
     """
-    results: list[Replayed | None] = [None] * len(records)
+    if backend not in BACKENDS:  # refused here, so that it never reads as every record's env failing
+        raise ValueError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
+    if num_workers is not None and num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    results: dict[int, Replayed] = {}
     by_env: dict[EnvKey, list[int]] = {}
     for index, record in enumerate(records):
         by_env.setdefault(env_key(record), []).append(index)
@@ -87,7 +91,7 @@ def replay_records(
             results[index] = replayed
             if on_replayed is not None:
                 on_replayed(index, replayed)
-    return [replayed for replayed in results if replayed is not None]
+    return [results[index] for index in range(len(records))]
 
 
 def env_key(record: EpisodeRecord) -> EnvKey:
@@ -102,7 +106,8 @@ def _replay_env(
     backend_name: str,
     num_workers: int | None,
     batch: int | None,
-) -> list[tuple[int, Replayed]]:
+) -> Iterator[tuple[int, Replayed]]:
+    """(index, replay) of each record of one env, batch after batch."""
     env_id, kwargs_text, split = key
     kwargs = json.loads(kwargs_text)
     if split is not None:
@@ -114,13 +119,11 @@ def _replay_env(
         backend = make_backend(backend_name, MakeRegistered(env_id, kwargs), size, num_workers)
     except Exception as exc:  # an id or kwargs this version cannot build: every record of it fails
         problem = f"the env cannot be built: {type(exc).__name__}: {_one_line(exc)}"
-        return [(index, Replayed([problem])) for index in indices]
+        yield from ((index, Replayed([problem])) for index in indices)
+        return
     try:
-        return [
-            pair
-            for start in range(0, len(indices), size)
-            for pair in _replay_chunk(backend, records, indices[start : start + size])
-        ]
+        for start in range(0, len(indices), size):
+            yield from _replay_chunk(backend, records, indices[start : start + size])
     finally:
         backend.close()
 
