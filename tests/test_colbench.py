@@ -303,6 +303,22 @@ def test_answers_cannot_read_the_official_files(tmp_path):
     assert info["score"] == 0.0
 
 
+def test_the_env_walks_the_official_folders_once_for_both_its_sandboxes(tmp_path, monkeypatch):
+    import agentenvs.colbench.sandbox as sandbox_module
+
+    root = write_official(tmp_path, {"test": [OFFICIAL_ROW]})
+    walked = []
+    real_walk = sandbox_module.os.walk
+    monkeypatch.setattr(sandbox_module.os, "walk", lambda top, *a, **k: walked.append(top) or real_walk(top, *a, **k))
+    env = ColBenchEnv(split="test", data_dir=str(root))
+    try:
+        assert len(walked) == len(set(walked)) >= 1
+        assert env.reference_sandbox.hide == env.sandbox.hide and str(root.resolve()) in " ".join(env.sandbox.hide)
+        assert env.reference_sandbox.limits != env.sandbox.limits and not env.reference_sandbox.prewarm
+    finally:
+        env.close()
+
+
 # ----------------------------------------------------------------- the LLM collaborator
 def test_llm_collaborator_sends_colbench_prompt_and_reply_is_cut_to_400_characters():
     from fixtures.openai_server import FakeOpenAIServer

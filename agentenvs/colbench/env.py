@@ -131,7 +131,7 @@ class ColBenchEnv(CollaborationEnv):
         hide = [str(path.parent) for path in source.files.values()] if data_dir is not None else []
         self.scoring = scoring
         self.sandbox = Sandbox(sandbox_limits, hide=hide)
-        self.reference_sandbox = Sandbox(REFERENCE_LIMITS, hide=hide, prewarm=False)
+        self.reference_sandbox = self.sandbox.with_limits(REFERENCE_LIMITS, prewarm=False)
         self._expected: dict[str, tuple[CallResult, ...]] = {}
         self.scoring_errors = 0  # undecodable jail lines and comparisons that raised, over all answers
 

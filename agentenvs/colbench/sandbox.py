@@ -304,10 +304,7 @@ class _Template:
             self.close()
             raise SandboxError(f"the jail template did not start (it said {reply!r})")
         self.isolation, _, self.reason = reply[2:].partition(" ")
-        try:
-            os.rmdir(self.root)  # the template has pivoted into it (or given up): the host's folder is free
-        except OSError:
-            pass  # a kernel that keeps it busy: removed again at close()
+        self._remove_root()  # the template has pivoted into it (or given up): the host's folder is free
         missing = []
         if self.isolation.startswith("none"):
             missing.append(
@@ -340,8 +337,8 @@ class _Template:
     def _remove_root(self) -> None:
         try:
             os.rmdir(self.root)
-        except FileNotFoundError:
-            pass  # removed once the template was ready
+        except OSError:
+            pass  # removed once the template was ready, or a kernel keeps it busy: tried again at close()
 
 
 class _Jail:
@@ -477,6 +474,13 @@ class Sandbox:
         self._template: _Template | None = None
         self._warm: _Jail | None = None
 
+    def with_limits(self, limits: SandboxLimits, *, prewarm: bool) -> Sandbox:
+        """A sandbox hiding the same paths with the same interpreter and packages, under ``limits``,
+        with a template of its own; the hidden folders are not walked again."""
+        other = Sandbox(limits, python=self.python, prewarm=prewarm, packages=self.packages, fork_server=self.fork_server)
+        other.hide = self.hide
+        return other
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_warm"] = state["_template"] = None  # processes: the copy starts its own
@@ -557,6 +561,7 @@ class Sandbox:
         return _Jail(template, request, self.limits, owns_template=not self.fork_server)
 
     def _take_jail(self) -> _Jail:
+        # for its effects: a forked copy forgets the parent's warm jail, a dead template restarts
         self._running_template()
         jail, self._warm = self._warm, None
         if jail is None:
