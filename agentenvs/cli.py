@@ -565,8 +565,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with _progress(notes) as progress:
         task = progress.add_task(f"eval {args.model}", total=None)
 
-        def advance(episode: Any, line: dict[str, Any] | None) -> None:
-            if line is None:
+        def advance(episode: Any, record: EpisodeRecord | None) -> None:
+            if record is None:
                 _note(progress.console, f"crashed: {episode.env_id} task {episode.task_id}", "red")
             progress.advance(task)
 

@@ -49,10 +49,11 @@ recomputed summary) agree by one rule, :func:`same_number`.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -268,8 +269,13 @@ SCHEMAS = {
     "metadata": METADATA_SCHEMA,
     "submission": SUBMISSION_SCHEMA,
 }
-# compiled to Python code once: validating a large submission costs milliseconds
-_VALIDATORS = {kind: fastjsonschema.compile(schema) for kind, schema in SCHEMAS.items()}
+
+
+@functools.cache
+def _validator(kind: str) -> Callable[[Any], Any]:
+    """``kind``'s schema compiled to Python code, on first use (a command that reads no bundle pays
+    nothing); validating a large submission then costs milliseconds."""
+    return fastjsonschema.compile(SCHEMAS[kind])
 
 
 class BundleError(ValueError):
@@ -303,7 +309,7 @@ def _finite_float(text: str) -> float:
 def validate(kind: str, data: Any) -> None:
     """Check ``data`` against the ``kind`` schema and the rules beyond it (module docstring)."""
     try:
-        _VALIDATORS[kind](data)
+        _validator(kind)(data)
         problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
     except fastjsonschema.JsonSchemaValueException as exc:
         raise BundleError(f"{kind}: {exc.message[:300]}") from None
