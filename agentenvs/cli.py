@@ -581,7 +581,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 endpoint=endpoint,
                 concurrency=args.concurrency,
                 settings=settings,
-                on_start=lambda pending: progress.update(task, total=pending),
+                on_resume=lambda finished: progress.update(
+                    task, description=f"replaying the {finished} episodes in {out}", total=finished
+                ),
+                on_replayed=lambda index, replayed: progress.advance(task),
+                on_start=lambda pending: progress.reset(
+                    task, description=f"eval {args.model}", total=pending
+                ),
                 on_episode=advance,
             )
         except (BundleError, ChatError) as exc:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from fixtures.openai_server import FakeOpenAIServer
 
 import agentenvs
 from agentenvs.cli import main
@@ -169,8 +170,19 @@ class FixedReply:
 def test_eval_resume_replays_what_the_bundle_holds_and_names_an_edited_episode(tmp_path):
     smoke = PANELS["smoke"]
     run_eval([SOKOBAN], FixedReply(), tmp_path, spec=smoke, model="m", concurrency=1)
-    resumed = run_eval([SOKOBAN], FixedReply(), tmp_path, spec=smoke, model="m", concurrency=1)
+    shown: list[object] = []
+    resumed = run_eval(
+        [SOKOBAN],
+        FixedReply(),
+        tmp_path,
+        spec=smoke,
+        model="m",
+        concurrency=1,
+        on_resume=lambda finished: shown.append(("replaying", finished)),
+        on_replayed=lambda index, replayed: shown.append((index, replayed.reproduced)),
+    )
     assert resumed.skipped == 3 and resumed.played == 0
+    assert shown == [("replaying", 3), (0, True), (1, True), (2, True)]
     path = tmp_path / "episodes.jsonl"
     lines = path.read_text().splitlines()
     edited = json.loads(lines[1])
@@ -180,6 +192,22 @@ def test_eval_resume_replays_what_the_bundle_holds_and_names_an_edited_episode(t
         BundleError, match=r"episodes.jsonl: episode 2 \(agentenvs/Sokoban-v0 .*does not replay"
     ):
         run_eval([SOKOBAN], FixedReply(), tmp_path, spec=smoke, model="m", concurrency=1)
+
+
+def test_the_eval_command_refuses_to_resume_onto_an_edited_episode(tmp_path, capsys):
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>") as server:
+        command = ["eval", "Sokoban-v0", "--model", "m", "--base-url", server.base_url, "--panel", "smoke"]
+        assert main([*command, "--out", str(tmp_path)]) == 0
+        path = tmp_path / "episodes.jsonl"
+        lines = path.read_text().splitlines()
+        edited = json.loads(lines[2])
+        edited["rewards"][0] += 0.5
+        edited["return"] += 0.5
+        path.write_text("\n".join([*lines[:2], json.dumps(edited)]) + "\n")
+        capsys.readouterr()
+        assert main([*command, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "episodes.jsonl: episode 3" in err and "does not replay: rewards differ from turn 0" in err
 
 
 # ------------------------------------------------------------------ hostile results files

@@ -79,7 +79,7 @@ from agentenvs.eval.bundle import (
 )
 from agentenvs.eval.episodes import CONTEXT_OVERFLOW, EpisodeRecord
 from agentenvs.eval.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
-from agentenvs.eval.replay import replay_records
+from agentenvs.eval.replay import Replayed, replay_records
 
 # where a backend cannot count tokens: UTF-8 bytes of the contents plus this much per message for the
 # chat template (a byte-level BPE token covers at least one byte, so bytes rarely undercount)
@@ -366,7 +366,9 @@ def _finished_episodes(path: Path) -> list[dict[str, Any]]:
     return read_episode_lines(path)
 
 
-def _check_replays(path: Path, lines: Sequence[dict[str, Any]]) -> None:
+def _check_replays(
+    path: Path, lines: Sequence[dict[str, Any]], on_replayed: Callable[[int, Replayed], None] | None
+) -> None:
     """Refuse to resume onto episodes that do not replay (:mod:`agentenvs.eval.replay`).
 
     The board replays every episode; an episode edited since it was written,
@@ -374,7 +376,8 @@ def _check_replays(path: Path, lines: Sequence[dict[str, Any]]) -> None:
     rejected there, so the resume stops here and names it.
     """
     records = [EpisodeRecord.from_validated(line) for line in lines]  # read_episode_lines validated them
-    for number, (record, replayed) in enumerate(zip(records, replay_records(records)), start=1):
+    replays = replay_records(records, on_replayed=on_replayed)
+    for number, (record, replayed) in enumerate(zip(records, replays), start=1):
         if not replayed.reproduced:
             raise BundleError(
                 f"{path.name}: episode {number} ({record.env_id} task {record.task_id} seed {record.seed}) "
@@ -395,12 +398,17 @@ def run_eval(
     settings: GenerationSettings = GenerationSettings(),
     on_start: Callable[[int], None] | None = None,
     on_episode: Callable[[PanelEpisode, EpisodeRecord | None], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
+    on_replayed: Callable[[int, Replayed], None] | None = None,
 ) -> EvalReport:
     """Play every episode of ``spec`` for ``env_ids`` not yet in ``out``; write the bundle there.
 
-    For progress display, ``on_start(pending)`` is called with the number of
-    episodes left to play, and ``on_episode(episode, record)`` after each
-    one (``record`` is None for a crashed one).
+    For progress display, ``on_resume(finished)`` is called with the number
+    of episodes already in ``out`` before they are replayed (``on_replayed``
+    is the replay's, :func:`~agentenvs.eval.replay.replay_records`),
+    ``on_start(pending)`` with the number of episodes left to play, and
+    ``on_episode(episode, record)`` after each one (``record`` is None for a
+    crashed one).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -444,7 +452,9 @@ def run_eval(
     stray = done_keys - wanted
     if stray:
         raise BundleError(f"{episodes_path} holds episodes outside this panel, e.g. {min(stray)}")
-    _check_replays(episodes_path, finished)
+    if finished and on_resume is not None:
+        on_resume(len(finished))
+    _check_replays(episodes_path, finished, on_replayed)
     report = EvalReport(skipped=len(done_keys))
     pending = [(panel, e) for panel in panels for e in panel.episodes if e.key not in done_keys]
     if on_start is not None:
