@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
@@ -94,7 +94,7 @@ class EpisodeRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: Any, *, kind: str = "record") -> EpisodeRecord:
+    def from_json(cls, data: Any, *, kind: Literal["episode", "record"] = "record") -> EpisodeRecord:
         """A record from its JSON form, validated as ``kind`` (``"episode"`` or ``"record"``).
 
         ``BundleError`` (a ``ValueError``) names what the bundle's validation refuses.
