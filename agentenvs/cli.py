@@ -6,7 +6,7 @@
     agentenvs play ID [--seed S] [--split SPLIT] [--env-kwarg KEY=VALUE ...]
     agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
                   [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
-    agentenvs replay results.jsonl
+    agentenvs replay results.jsonl [--backend inprocess|subprocess|ray] [--workers N]
     agentenvs check-data ID DATA_DIR [--episodes 10] [--env-kwarg KEY=VALUE ...]
     agentenvs diagnose grouping ID [--agent random|expert] [--episodes 64] [--group-size 8] [--out DIR]
     agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
@@ -380,6 +380,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.results)
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     numbered = _read_records(path)
     records = [dataclasses.replace(record, env_id=resolve_env_id(record.env_id)) for _, record in numbered]
     for env_id, _, _ in sorted({env_key(record) for record in records}):
@@ -403,7 +405,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 )
             progress.advance(task)
 
-        replay_records(records, on_replayed=report)
+        replay_records(records, backend=args.backend, num_workers=args.workers, on_replayed=report)
     verdict = "all match" if not mismatched else f"{mismatched} mismatched"
     print(f"replayed {len(records)} episodes from {path}: {verdict}")
     return 1 if mismatched else 0
@@ -748,6 +750,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = command("replay", cmd_replay, "re-run the episodes of a results file and report mismatches")
     replay.add_argument("results", metavar="FILE")
+    replay.add_argument(
+        "--backend",
+        choices=["inprocess", "subprocess", "ray"],
+        default="inprocess",
+        help="where the env copies run (default inprocess; subprocess and ray spread a large file over cores)",
+    )
+    replay.add_argument("--workers", type=int, help="worker processes for subprocess or ray (default: cores)")
 
     check = command(
         "check-data",

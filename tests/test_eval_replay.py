@@ -256,6 +256,21 @@ def test_an_env_error_quoting_huge_kwargs_is_cut_to_a_readable_problem(records):
     assert problem.startswith("the env cannot be built: TypeError") and len(problem) <= 400
 
 
+def test_replay_in_worker_processes_reports_what_in_process_replay_reports(records, tmp_path, capsys):
+    lines = [record.to_json() for record in records]
+    lines[3]["rewards"][-1] += 0.5
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    reports = []
+    for backend in (["--backend", "inprocess"], ["--backend", "subprocess", "--workers", "2"]):
+        assert main(["replay", str(path), *backend]) == 1
+        captured = capsys.readouterr()
+        assert "1 mismatched" in captured.out
+        reports.append(sorted(line for line in captured.err.splitlines() if "results.jsonl:" in line))
+    assert reports[0] == reports[1] and len(reports[0]) == 1 and "results.jsonl:4" in reports[0][0]
+    assert main(["replay", str(path), "--backend", "subprocess", "--workers", "0"]) == 2
+
+
 def test_a_short_id_in_a_results_file_replays(records, tmp_path, capsys):
     line = records[0].to_json()
     line["env_id"] = "Sokoban-v0"
