@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import fnmatch
-import importlib
 import json
 import os
 import sys
@@ -54,8 +52,9 @@ from rich.table import Table
 
 import agentenvs
 from agentenvs.agents import AGENTS, AgentUnavailable
+from agentenvs.core import registration
 from agentenvs.core.env import MissingProgram
-from agentenvs.core.registration import NAMESPACE
+from agentenvs.core.registration import main_ids, unavailable_reason
 from agentenvs.eval.bundle import BundleError, parse_json
 from agentenvs.eval.episodes import EpisodeRecord, play_episode
 
@@ -73,47 +72,19 @@ class _Parser(argparse.ArgumentParser):
 
 # ------------------------------------------------------------------ env access
 def resolve_env_id(name: str) -> str:
-    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``."""
-    for candidate in (name, f"{NAMESPACE}/{name}"):
-        if candidate in gym.registry:
-            return candidate
-    raise UsageError(f"unknown env id {name!r}; `agentenvs list` shows the ids")
+    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``; a usage error otherwise."""
+    try:
+        return registration.resolve_id(name)
+    except registration.UnknownEnvError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def matching_ids(pattern: str) -> list[str]:
-    """Registered agentenvs ids matching a shell pattern (``*``, ``Sokoban*``, ``agentenvs/BabyAI-Go*``)."""
-    ids = [
-        env_id
-        for env_id in agentenvs.ENV_IDS
-        if fnmatch.fnmatchcase(env_id, pattern) or fnmatch.fnmatchcase(env_id, f"{NAMESPACE}/{pattern}")
-    ]
+    """Registered ids matching a shell pattern; a pattern that matches none is a usage error."""
+    ids = registration.matching_ids(pattern)
     if not ids:
         raise UsageError(f"no registered id matches {pattern!r}; `agentenvs list` shows the ids")
     return ids
-
-
-def main_ids() -> list[str]:
-    """Every registered id that is not a variant of another (``run all``)."""
-    return [entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None]
-
-
-def unavailable_reason(env_id: str) -> str | None:
-    """Why ``env_id``'s code cannot be imported here (a missing extra), or None."""
-    entry_point = gym.spec(env_id).entry_point
-    if not isinstance(entry_point, str):
-        return None
-    module = entry_point.split(":")[0]
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        extra = next((e.extra for e in agentenvs.ENV_ENTRIES if e.env_id == env_id and e.extra), None)
-        hint = (
-            f"needs the {extra} extra (pip install 'agentenvs[{extra}]')" if extra else "cannot be imported"
-        )
-        return f"{hint}: {exc}"
-    except Exception as exc:
-        return f"cannot be imported: {type(exc).__name__}: {exc}"
-    return None
 
 
 def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
@@ -152,8 +123,8 @@ def _note(console: Console, text: str, style: str | None = None) -> None:
 
 # --------------------------------------------------------------------- list
 def cmd_list(args: argparse.Namespace) -> int:
-    width = max((len(entry.env_id) for entry in agentenvs.ENV_ENTRIES), default=0)
-    for entry in agentenvs.ENV_ENTRIES:
+    width = max((len(entry.env_id) for entry in registration.entries()), default=0)
+    for entry in registration.entries():
         reason = unavailable_reason(entry.env_id)
         note = f"  [{reason.split(':')[0]}]" if reason else ""
         print(f"{entry.env_id:<{width}}  {entry.summary}{note}")
@@ -458,7 +429,7 @@ def cmd_check_data(args: argparse.Namespace) -> int:
         raise UsageError(f"{env_id} {reason}")
     if not takes_data_dir(env_id):
         with_data = sorted(
-            e.env_id for e in agentenvs.ENV_ENTRIES if e.variant_of is None and _has_data_dir(e.env_id)
+            e.env_id for e in registration.entries() if e.variant_of is None and _has_data_dir(e.env_id)
         )
         raise UsageError(f"{env_id} reads no data folder (no data_dir=); these do: {', '.join(with_data)}")
     if not Path(args.data_dir).is_dir():

@@ -38,6 +38,7 @@ from typing import Any
 
 import agentenvs
 from agentenvs.core.keys import stable_digest
+from agentenvs.core.registration import family_of
 from agentenvs.eval.bundle import BundleError, summarize, summary_differences, validate
 from agentenvs.eval.episodes import EpisodeRecord
 from agentenvs.eval.panel import PANELS, PanelSpec, env_panel, panel_digest
@@ -113,28 +114,6 @@ def verify_submission(
         verdict.summary = recomputed
         verdict.families = family_summaries(episodes)
     return verdict
-
-
-def family_of(env_id: str) -> str:
-    """The family an env id belongs to: its package's first env name (``agentenvs/Search-NQ-v0`` → ``Search``).
-
-    An id this version no longer registers (a row an older board stored) is
-    its own name's first part, so its pages still render.
-    """
-    return _FAMILIES.get(env_id) or env_id.split("/")[-1].split("-")[0]
-
-
-def _family_names() -> dict[str, str]:
-    first: dict[str, str] = {}
-    names = {}
-    for entry in agentenvs.ENV_ENTRIES:
-        package = entry.entry_point.split(":")[0].split(".")[1]
-        first.setdefault(package, entry.name.split("-")[0])
-        names[entry.env_id] = first[package]
-    return names
-
-
-_FAMILIES = _family_names()
 
 
 def family_summaries(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from gymnasium.envs.registration import EnvSpec
+from fixtures.registry import register_for_test
 
 import agentenvs
-from agentenvs.cli import main, main_ids
+from agentenvs.cli import main
 from agentenvs.colbench.render import find_chromium
 from agentenvs.core import EnvEntry
+from agentenvs.core.registration import main_ids
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 CONSOLE_SCRIPT = Path(sys.executable).parent / "agentenvs"
@@ -50,16 +51,10 @@ def test_list_shows_every_id_once(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.fixture
 def ghost_env(monkeypatch: pytest.MonkeyPatch) -> str:
     """A registered id whose extra is not installed."""
-    entry = EnvEntry(
-        name="Ghost",
-        entry_point="agentenvs_ghost.env:GhostEnv",
-        summary="needs a missing package",
-        extra="ghost",
+    ghost = EnvEntry(
+        "Ghost", "agentenvs_ghost.env:GhostEnv", "needs a missing package", "Ghost", extra="ghost"
     )
-    monkeypatch.setattr(agentenvs, "ENV_ENTRIES", [*agentenvs.ENV_ENTRIES, entry])
-    monkeypatch.setattr(agentenvs, "ENV_IDS", [*agentenvs.ENV_IDS, entry.env_id])
-    monkeypatch.setitem(gym.registry, entry.env_id, EnvSpec(entry.env_id, entry_point=entry.entry_point))
-    return entry.env_id
+    return register_for_test(monkeypatch, ghost)
 
 
 def test_missing_extras_are_named_and_skipped(ghost_env: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,8 @@ module             what lives there
                    ``info["admissible_actions"]``, or the env's
                    ``sample_action(rng)`` where it cannot enumerate them,
                    wrapped by the env's protocol) and ``expert`` (the env's
-                   own oracle policy, ``env.unwrapped.expert()``)
+                   own oracle policy, the one its registry entry names:
+                   ``make_expert(env)`` in :mod:`agentenvs.core.registration`)
 ``local``          a local transformers model as a chat backend
 ``openai_server``  that local model behind an OpenAI-compatible HTTP server
 =================  ============================================================

@@ -166,9 +166,3 @@ class ColBenchEnv(CollaborationEnv):
         self.sandbox.close()
         self.reference_sandbox.close()
         super().close()
-
-    def expert(self) -> Any:
-        """The expert named in the family's registry entry (imported on demand)."""
-        from agentenvs.colbench.expert import ColBenchExpert
-
-        return ColBenchExpert(self)

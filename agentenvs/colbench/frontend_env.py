@@ -188,9 +188,3 @@ class ColBenchFrontendEnv(CollaborationEnv):
     def close(self) -> None:
         self.renderer.close()
         super().close()
-
-    def expert(self) -> Any:
-        """The expert named in the family's registry entry (imported on demand)."""
-        from agentenvs.colbench.expert import ColBenchExpert
-
-        return ColBenchExpert(self)
