@@ -1,8 +1,7 @@
-"""The one episode record and the one replay: JSON form, tolerance, batching, resume, hostile lines, layout."""
+"""The one episode record and the one replay: JSON form, tolerance, batching, resume, hostile lines, no shims."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.util
 import json
@@ -280,30 +279,6 @@ def test_a_short_id_in_a_results_file_replays(records, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ layout
-def imported_modules(package: str) -> dict[str, set[str]]:
-    """Per module file of ``agentenvs.<package>``: the absolute modules it imports."""
-    found = {}
-    for path in sorted((PACKAGE / package).glob("*.py")):
-        names = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module)
-        found[path.name] = names
-    return found
-
-
-def test_agents_never_import_eval_and_neither_imports_leaderboard_or_baselines():
-    for package, forbidden in (
-        ("agents", ("agentenvs.eval", "leaderboard", "baselines")),
-        ("eval", ("leaderboard", "baselines")),
-    ):
-        for module, names in imported_modules(package).items():
-            bad = sorted(n for n in names if any(n == f or n.startswith(f + ".") for f in forbidden))
-            assert not bad, f"agentenvs/{package}/{module} imports {bad}"
-
-
 def test_the_eval_modules_left_agents_without_a_shim():
     for name in ("panel", "bundle", "evaluate", "episodes", "data_check", "replay"):
         assert importlib.util.find_spec(f"agentenvs.eval.{name}") is not None
