@@ -7,6 +7,7 @@ bundle format and verified by replay like any upload.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,9 @@ def scripted_document(env_ids: Sequence[str], agent: str, spec: PanelSpec) -> di
         lines = []
         try:
             for episode in panel.episodes:
+                started = time.perf_counter()
                 record = play_episode(env, agent, seed=episode.seed, env_id=env_id, env_kwargs={})
+                record.env_s = time.perf_counter() - started  # a scripted agent's time is the env's
                 if record.task_id != episode.task_id:
                     raise RuntimeError(
                         f"{env_id} seed {episode.seed} played task {record.task_id}, not {episode.task_id}"

@@ -58,6 +58,12 @@ def test_a_scripted_record_is_a_bundle_episode_and_reads_back_equal(records):
         assert line["end_reason"] in ("terminated", "truncated") and line["prompt_tokens"] == 0
 
 
+def test_a_scripted_episode_gives_the_same_record_byte_for_byte(records):
+    env = gym.make(SOKOBAN, disable_env_checker=True)
+    again = play_episode(env, "random", seed=0, env_id=SOKOBAN, env_kwargs={})
+    assert json.dumps(again.to_json()) == json.dumps(records[0].to_json())
+
+
 def test_env_kwargs_make_a_results_record_but_never_a_bundle_episode(records):
     line = dataclasses.replace(records[0], env_kwargs={"max_turns": 5}).to_json()
     assert EpisodeRecord.from_json(line, kind="record").env_kwargs == {"max_turns": 5}

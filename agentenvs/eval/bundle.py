@@ -128,7 +128,7 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "end_reason": {"enum": list(END_REASONS)},
     },
 }
-# what only a model's episodes measure; a scripted agent's record holds zeros and its own timings
+# what only a model's episodes measure; a scripted agent's record holds zeros
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "model_s", "env_s")
 # a record of ``agentenvs run --out``: the episode's form for any env and kwargs (a bundle plays the
 # panel's envs with their defaults), where an env without splits, task ids or outcomes writes null

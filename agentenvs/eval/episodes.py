@@ -18,7 +18,6 @@ kwargs and predates the usage fields (:data:`~agentenvs.eval.bundle.RECORD_SCHEM
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
@@ -130,13 +129,10 @@ def play_episode(
     """Reset with ``seed``, build the agent ``agent_name`` for the episode (same seed), play it out.
 
     ``env_id`` and ``env_kwargs`` are what the record names to rebuild the env.
-    ``model_s`` is the agent's time, ``env_s`` the env's (reset and steps);
-    a scripted agent counts no tokens.
+    A scripted agent counts no tokens, and the record holds no timings, so the
+    same episode gives the same record, byte for byte.
     """
-    clock = time.perf_counter
-    started = clock()
     observation, info = env.reset(seed=seed)
-    env_s = clock() - started
     agent = make_agent(agent_name, env, seed)
     record = EpisodeRecord(
         env_id=env_id,
@@ -148,18 +144,12 @@ def play_episode(
         obs_keys=[info.get("obs_key")],
         state_keys=[info.get("state_key")],
     )
-    model_s = 0.0
     terminated = truncated = False
     while not (terminated or truncated):
-        started = clock()
         response = agent.act(observation, info)
-        model_s += clock() - started
-        started = clock()
         observation, reward, terminated, truncated, info = env.step(response)
-        env_s += clock() - started
         record.add_step(response, reward, info)
     record.success = info.get("success")
     record.score = info.get("score")
-    record.model_s, record.env_s = model_s, env_s
     record.end_reason = "terminated" if terminated else "truncated"
     return record
