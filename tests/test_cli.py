@@ -14,7 +14,7 @@ from fixtures.registry import register_for_test
 
 import agentenvs
 from agentenvs.cli import main
-from agentenvs.colbench.render import find_chromium
+from agentenvs.colbench.frontend.render import find_chromium
 from agentenvs.core import EnvEntry
 from agentenvs.core.registration import main_ids
 

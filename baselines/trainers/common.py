@@ -94,6 +94,7 @@ class TrainConfig:
     singleton: Literal["zero", "keep"] = "zero"
     anchor: Literal["obs", "state", "similarity"] = "obs"
     similarity_threshold: float = 0.95
+    similarity_order: Literal["agentenvs", "verl-agent"] = "agentenvs"  # difflib's (rep, obs) or (obs, rep)
     episode_over: Literal["trajectories", "steps"] = "trajectories"
     alpha: float = 1.0
     mt_grpo_form: Literal["paper", "released"] = "paper"

@@ -52,6 +52,7 @@ from baselines.advantages import (
     grpo_advantages,
     mt_grpo_advantages,
     rloo_advantages,
+    similarity_options,
 )
 from baselines.metrics import MetricsWriter, anchor_metrics, rollout_metrics
 from baselines.rollout import Trajectory
@@ -100,7 +101,9 @@ def turn_advantages(
             keys: list[list[Any]] = similarity_anchor_keys(
                 [[turn.observation for turn in t.turns] for t in trajectories],
                 groups,
-                threshold=config.similarity_threshold,
+                **similarity_options(
+                    dataclasses.asdict(config), preset=config.preset, code=config.reference_code
+                ),
             )
         else:
             attribute = "obs_key" if config.anchor == "obs" else "state_key"
