@@ -352,25 +352,24 @@ def _trajectories():
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        (["estimator=gigpo", "preset=reference", "normalize=none"], ("gigpo", "verl-agent")),
-        (["estimator=grpo", "preset=reference"], ("grpo", "verl-agent")),
+        ({"estimator": "gigpo", "preset": "reference", "normalize": "none"}, ("gigpo", "verl-agent")),
+        ({"estimator": "grpo", "preset": "reference"}, ("grpo", "verl-agent")),
         (
-            ["estimator=grpo_or", "preset=reference", "reference_code=multi-turn-rl-agent"],
+            {"estimator": "grpo_or", "preset": "reference", "reference_code": "multi-turn-rl-agent"},
             ("grpo", "multi-turn-rl-agent"),
         ),
         (
-            ["estimator=mt_grpo", "preset=reference", "reference_code=multi-turn-rl-agent"],
+            {"estimator": "mt_grpo", "preset": "reference", "reference_code": "multi-turn-rl-agent"},
             ("mt_grpo", "multi-turn-rl-agent"),
         ),
-        (["estimator=grpo", "preset=paper", "ddof=1", "eps_mode=add"], ("grpo", None)),
+        ({"estimator": "grpo", "preset": "paper", "ddof": 1, "eps_mode": "add"}, ("grpo", None)),
     ],
 )
 def test_trainer_settings_reach_the_estimators(overrides, expected):
     pytest.importorskip("torch")
-    from baselines.trainers.common import TrainConfig
-    from baselines.trainers.critic_free import turn_advantages
+    from baselines.trainers.critic_free import CriticFreeOptions, turn_advantages
 
-    config = TrainConfig().with_overrides(["gamma=0.5", *overrides])
+    config = CriticFreeOptions(gamma=0.5, **overrides)
     trajectories = _trajectories()
     ours, _ = turn_advantages(config, trajectories)
     estimator, code = expected
@@ -402,19 +401,18 @@ def test_trainer_settings_reach_the_estimators(overrides, expected):
     for mine, theirs in zip(ours, direct):
         np.testing.assert_allclose(mine, theirs)
     paper, _ = turn_advantages(
-        TrainConfig().with_overrides(["gamma=0.5", f"estimator={config.estimator}"]), trajectories
+        CriticFreeOptions(gamma=0.5, estimator=config.estimator), trajectories
     )
     assert any(not np.allclose(a, b) for a, b in zip(paper, ours))
 
 
 def test_sweet_rl_pair_options_follow_the_preset():
     pytest.importorskip("torch")
-    from baselines.trainers.common import TrainConfig
-    from baselines.trainers.sweet_rl import pair_options
+    from baselines.trainers.sweet_rl import SweetRLOptions, pair_options
 
-    critic, actor = pair_options(TrainConfig())
+    critic, actor = pair_options(SweetRLOptions())
     assert critic["mode"] == "best_vs_worse" and actor == {"mode": "ranked", "num_pairs": 4}
-    critic, actor = pair_options(TrainConfig(preset="reference", reference_code="sweet-rl-frontend"))
+    critic, actor = pair_options(SweetRLOptions(preset="reference", reference_code="sweet-rl-frontend"))
     assert critic["mode"] == "all_pairs" and critic["min_margin"] == 0.1
     assert actor == {"mode": "random_halves", "num_pairs": 4}
 
@@ -442,17 +440,16 @@ LONG_OBSERVATION = "> " + SHORT_OBSERVATION
 @pytest.mark.parametrize(
     ("overrides", "joined"),
     [
-        ([], False),
-        (["similarity_order=verl-agent"], True),
-        (["preset=reference"], True),
-        (["preset=reference", "similarity_order=agentenvs"], True),
+        ({}, False),
+        ({"similarity_order": "verl-agent"}, True),
+        ({"preset": "reference"}, True),
+        ({"preset": "reference", "similarity_order": "agentenvs"}, True),
     ],
 )
 def test_the_similarity_order_setting_reaches_the_anchor_groups(overrides, joined):
     pytest.importorskip("torch")
     from baselines.rollout import Trajectory, Turn
-    from baselines.trainers.common import TrainConfig
-    from baselines.trainers.critic_free import turn_advantages
+    from baselines.trainers.critic_free import CriticFreeOptions, turn_advantages
 
     assert SequenceMatcher(None, LONG_OBSERVATION, SHORT_OBSERVATION).ratio() >= 0.95
     assert SequenceMatcher(None, SHORT_OBSERVATION, LONG_OBSERVATION).ratio() < 0.95
@@ -460,7 +457,7 @@ def test_the_similarity_order_setting_reaches_the_anchor_groups(overrides, joine
         Trajectory(0, copy, "t", [Turn("", [], [], "", text, text, text, reward=reward)])
         for copy, (text, reward) in enumerate([(SHORT_OBSERVATION, 1.0), (LONG_OBSERVATION, 0.0)])
     ]
-    config = TrainConfig().with_overrides(["estimator=gigpo", "anchor=similarity", *overrides])
+    config = CriticFreeOptions(estimator="gigpo", anchor="similarity", **overrides)
     ours, _ = turn_advantages(config, trajectories)
     options = reference_preset("gigpo") if config.preset == "reference" else {}
     direct = gigpo_advantages(
