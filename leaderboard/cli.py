@@ -32,9 +32,9 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentenvs.agents.bundle import BundleError, read_bundle
-from agentenvs.agents.panel import PANELS, panel_spec
 from agentenvs.core.registration import available_main_ids
+from agentenvs.eval.bundle import BundleError, read_bundle
+from agentenvs.eval.panel import PANELS, panel_spec
 from leaderboard.pages import board_page, submission_page, submit_page
 from leaderboard.seed import SCRIPTED_AGENTS, scripted_document
 from leaderboard.store import Store

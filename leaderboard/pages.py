@@ -31,9 +31,9 @@ from html import escape
 from typing import Any
 
 import agentenvs
-from agentenvs.agents.bundle import METADATA_SCHEMA
-from agentenvs.agents.panel import PANELS
 from agentenvs.core.registration import family_of
+from agentenvs.eval.bundle import METADATA_SCHEMA
+from agentenvs.eval.panel import PANELS
 from leaderboard.reported import REPORTED
 
 SORT_SCRIPT = """

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import agentenvs
-from agentenvs.agents.data_check import check_data, spread, takes_data_dir
 from agentenvs.cli import main
+from agentenvs.eval.data_check import check_data, spread, takes_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -307,6 +307,18 @@ def test_arrows_point_one_way(graph):
     assert back == []
 
 
+def test_the_agents_never_import_the_eval_package(graph):
+    """``agentenvs.eval`` plays and checks the agents' episodes and imports them; no arrow points back."""
+    back = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module.startswith("agentenvs.agents")
+        for target in targets
+        if target.startswith("agentenvs.eval")
+    )
+    assert back == []
+
+
 def test_the_leaderboard_imports_nothing_from_the_cli(graph):
     assert sorted(m for m in graph if m.startswith("leaderboard") and "agentenvs.cli" in graph[m]) == []
 

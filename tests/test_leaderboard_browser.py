@@ -16,8 +16,8 @@ import pytest
 from fixtures.app_server import serving
 from PIL import Image
 
-from agentenvs.agents.panel import PANELS
 from agentenvs.core.registration import available_main_ids, family_of
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import create_app
 from leaderboard.seed import scripted_document
 from leaderboard.store import Store

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from agentenvs.agents.bundle import MAX_INTEGER, BundleError, name_problem, validate
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.bundle import MAX_INTEGER, BundleError, name_problem, validate
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import CLOCK_SKEW_S, Limits, create_app
 from leaderboard.cli import export
 from leaderboard.pages import board_page, size_bucket
