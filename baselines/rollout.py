@@ -21,6 +21,14 @@ Two ways to lay out a trajectory's tokens (``context``):
 Time is split per call into generation (policy sampling) and environment
 (``vec.step``) seconds.
 
+Branching (VinePPO's Monte-Carlo values): ``collect(record_snapshots=True)``
+keeps on every turn the snapshot of the state it acted from, and
+:meth:`RolloutEngine.branch` continues ``(trajectory, turn)`` pairs from those
+snapshots over ``vec.branch``: the N copies of group g continue ``starts[g]``,
+each prompt built from that trajectory's history up to the turn, exactly as
+the trajectory would have gone on. All branches' prompts of one step are
+sampled in one call.
+
 An episode whose env crashed (``info["crashed"]``, the reason and traceback
 in ``info["error"]``: the vector env ends it as truncated with score 0) is
 never training data: with ``on_crash="stop"`` (the default) ``collect``
@@ -60,6 +68,7 @@ class Turn:
     reward: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     privileged: Any = None
+    snapshot: Any = None  # the env's snapshot before this turn (collect(record_snapshots=True))
 
 
 @dataclass
@@ -111,6 +120,27 @@ class Trajectory:
             mask[start : start + len(turn.response_ids)] = True
             turn_of[start : start + len(turn.response_ids)] = index
         return ids, mask, turn_of
+
+
+@dataclass
+class Prefix:
+    """What an env's next prompt is built from: first observation, history, full-context ids, turn number."""
+
+    first_observation: str
+    history: list[HistoryEntry]
+    context: list[int]
+    turn: int
+
+    @classmethod
+    def of(cls, trajectory: Trajectory, turn: int) -> Prefix:
+        """The prefix ``trajectory`` had before its turn ``turn`` (0 ≤ turn < len(turns))."""
+        before = trajectory.turns[:turn]
+        return cls(
+            first_observation=trajectory.turns[0].observation,
+            history=[HistoryEntry(t.observation, t.response_text) for t in before],
+            context=before[-1].prompt_ids + before[-1].response_ids if before else [],
+            turn=turn,
+        )
 
 
 class EnvCrashed(RuntimeError):
@@ -227,34 +257,67 @@ class RolloutEngine:
         self.max_prompt_tokens = max_prompt_tokens
 
     def collect(
-        self, *, seed: int, task_ids: Sequence[str] | None = None, sample_seed: int | None = None
+        self,
+        *,
+        seed: int,
+        task_ids: Sequence[str] | None = None,
+        sample_seed: int | None = None,
+        record_snapshots: bool = False,
     ) -> RolloutBatch:
-        """Play every group to the end. ``seed`` picks the tasks, ``sample_seed`` the sampling."""
+        """Play every group to the end. ``seed`` picks the tasks, ``sample_seed`` the sampling.
+
+        ``record_snapshots`` keeps each turn's starting state in ``Turn.snapshot`` (for :meth:`branch`).
+        """
         observations, infos = self.vec.reset(seed=seed, task_ids=task_ids)
-        count = self.vec.num_envs
         trajectories = [Trajectory(info["group"], info["copy"], str(info["task_id"])) for info in infos]
-        first = [str(obs) for obs in observations]
-        histories: list[list[HistoryEntry]] = [[] for _ in range(count)]
-        contexts: list[list[int]] = [[] for _ in range(count)]
+        prefixes = [Prefix(str(obs), [], [], 0) for obs in observations]
+        sample_seed = seed if sample_seed is None else sample_seed
+        return self._play(observations, infos, trajectories, prefixes, sample_seed, record_snapshots)
+
+    def branch(self, starts: Sequence[tuple[Trajectory, int]], *, sample_seed: int) -> RolloutBatch:
+        """Continue each ``(trajectory, turn)`` of ``starts`` to the end, N times (the vec's group size).
+
+        The vec's group g restarts from ``starts[g]``'s snapshot (``vec.branch``); its copies' prompts
+        continue that trajectory's history. The trajectories must come from
+        ``collect(record_snapshots=True)``; the returned trajectories hold the branch turns only.
+        """
+        snapshots = []
+        for trajectory, turn in starts:
+            snapshot = trajectory.turns[turn].snapshot
+            if snapshot is None:
+                raise ValueError("branch() needs trajectories collected with record_snapshots=True")
+            snapshots.append(snapshot)
+        observations, infos = self.vec.branch(snapshots)
+        trajectories = [Trajectory(info["group"], info["copy"], str(info["task_id"])) for info in infos]
+        prefixes = [Prefix.of(*starts[info["group"]]) for info in infos]
+        return self._play(observations, infos, trajectories, prefixes, sample_seed, False)
+
+    def _play(
+        self,
+        observations: list[Any],
+        infos: list[dict[str, Any]],
+        trajectories: list[Trajectory],
+        prefixes: list[Prefix],
+        sample_seed: int,
+        record_snapshots: bool,
+    ) -> RolloutBatch:
+        """Step every env from ``observations`` to the end of its episode, one sampled batch per step."""
+        count = len(trajectories)
         done = np.zeros(count, dtype=bool)
         generation_s = env_s = 0.0
         generated = prompted = 0
-        turn = 0
-        sample_seed = seed if sample_seed is None else sample_seed
+        step = 0
 
         while not done.all():
             running = [i for i in range(count) if not done[i]]
-            rendered = [
-                self._prompt(turn, first[i], histories[i], str(observations[i]), infos[i], contexts[i])
-                for i in running
-            ]
+            rendered = [self._prompt(prefixes[i], str(observations[i]), infos[i]) for i in running]
             prompts = [ids for _, ids in rendered]
             started = time.perf_counter()
             sampled = self.policy.generate(
                 prompts,
                 max_new_tokens=self.max_new_tokens,
                 temperature=self.temperature,
-                seed=derive_seed("rollout-turn", sample_seed, turn) >> 1,
+                seed=derive_seed("rollout-turn", sample_seed, step) >> 1,
             )
             generation_s += time.perf_counter() - started
             responses: list[str | None] = [None] * count
@@ -272,6 +335,7 @@ class RolloutEngine:
                         obs_key=str(info["obs_key"]),
                         state_key=str(info["state_key"]),
                         privileged=info.get("privileged"),
+                        snapshot=self.vec.snapshot(i) if record_snapshots else None,
                     )
                 )
                 generated += len(response_ids)
@@ -286,9 +350,11 @@ class RolloutEngine:
                 record.components = {
                     k: float(v) for k, v in next_infos[i].get("reward_components", {}).items()
                 }
-                histories[i].append(HistoryEntry(record.observation, record.response_text))
+                prefix = prefixes[i]
+                prefix.history.append(HistoryEntry(record.observation, record.response_text))
                 if self.context == "full":
-                    contexts[i] = record.prompt_ids + record.response_ids
+                    prefix.context = record.prompt_ids + record.response_ids
+                prefix.turn += 1
                 if terminated[i] or truncated[i]:
                     done[i] = True
                     trajectory = trajectories[i]
@@ -298,7 +364,7 @@ class RolloutEngine:
                     if next_infos[i].get("crashed", False):
                         self._crashed(trajectory, str(next_infos[i].get("error", "")))
             observations, infos = next_observations, next_infos
-            turn += 1
+            step += 1
         kept = [t for t in trajectories if not t.crashed]
         dropped = [t for t in trajectories if t.crashed]
         if not kept:
@@ -320,23 +386,16 @@ class RolloutEngine:
                 error,
             )
 
-    def _prompt(
-        self,
-        turn: int,
-        first_observation: str,
-        history: list[HistoryEntry],
-        observation: str,
-        info: dict[str, Any],
-        context: list[int],
-    ) -> tuple[str, list[int]]:
+    def _prompt(self, prefix: Prefix, observation: str, info: dict[str, Any]) -> tuple[str, list[int]]:
         """The turn's prompt text (this turn's part in full context) and the ids the policy reads."""
         admissible = info.get("admissible_actions")
+        turn, context = prefix.turn, prefix.context
         if self.context == "full" and turn > 0:
             text = self.template.followup(observation=observation, turn=turn, admissible=admissible)
             return text, context + self.encoder.continuation(text, context)
         text = self.template.render(
-            first_observation=first_observation,
-            history=history,
+            first_observation=prefix.first_observation,
+            history=prefix.history,
             observation=observation,
             turn=turn,
             admissible=admissible,

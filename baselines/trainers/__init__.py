@@ -18,6 +18,7 @@ module             holds
 ``critic_free``    GiGPO / GRPO / RLOO / MT-GRPO (no critic)
 ``ppo``            MT-PPO / PPO-OR / PPO-MR (value head, token-level GAE)
 ``sweet_rl``       SWEET-RL (asymmetric critic, DPO actor)
+``vineppo``        VinePPO (Monte-Carlo values from env snapshots, no critic)
 =================  ===========================================================
 
 Adding an algorithm is one new file ``baselines/trainers/<name>.py`` that

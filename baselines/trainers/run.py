@@ -49,7 +49,10 @@ class Algorithm(Protocol):
     ``config.AlgorithmOptions`` whose ``name`` is the module's name);
     ``context`` the rollout layout it needs (``"window"``, ``"full"``) or
     None for either. ``__init__(run)`` builds what it trains beside the
-    policy (a critic...) and registers it with ``run.add_trained``.
+    policy (a critic...) and registers it with ``run.add_trained``. An
+    algorithm that branches from the rollout's states (VinePPO) sets the
+    class attribute ``needs_snapshots = True``: the rollout then keeps each
+    turn's env snapshot (``Turn.snapshot``); without it, none is taken.
     """
 
     Options: ClassVar[type[AlgorithmOptions]]
@@ -137,6 +140,7 @@ class TrainingRun:
                     seed=seed,
                     task_ids=task_ids,
                     sample_seed=derive_seed("sample", config.run.seed, iteration),
+                    record_snapshots=getattr(self.algorithm, "needs_snapshots", False),
                 )
 
                 started = time.perf_counter()
