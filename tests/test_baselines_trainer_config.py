@@ -28,7 +28,7 @@ def test_every_config_file_names_its_env_and_a_known_algorithm():
         config = load_config(path)
         assert config.env.id.startswith("agentenvs/"), path
         assert config.algorithm.name in algorithm_names(), path
-    assert set(algorithm_names()) == {"critic_free", "ppo", "sweet_rl"}
+    assert set(algorithm_names()) == {"critic_free", "ppo", "sweet_rl", "vineppo"}
 
 
 def test_the_env_comes_from_the_config_file():
@@ -51,7 +51,7 @@ def test_the_env_comes_from_the_config_file():
         ("algorithm.reward_placement=turn", r"'critic_free' has no option 'reward_placement'.*option of ppo"),
         (
             "algorithm.name=vine_ppo",
-            r"unknown algorithm 'vine_ppo'; algorithms: \['critic_free', 'ppo', 'sweet_rl'\]",
+            r"unknown algorithm 'vine_ppo'; algorithms: \['critic_free', 'ppo', 'sweet_rl', 'vineppo'\]",
         ),
         ("algorithm.name=../../etc", r"unknown algorithm"),
         ("algorithm.name=config", r"unknown algorithm 'config'"),

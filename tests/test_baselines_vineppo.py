@@ -1,4 +1,4 @@
-"""VinePPO: Monte-Carlo values from env snapshots, branches that start from the snapshot's exact state, logging."""
+"""VinePPO: Monte-Carlo values from env snapshots, branches from the snapshot's exact state, logging."""
 
 from __future__ import annotations
 
@@ -79,7 +79,10 @@ def mc_errors(monkeypatch, ks):
     states = sum(len(t.turns) for t in trajectories)
     truth = np.concatenate(
         [
-            [walk_value(int(turn.observation.split()[1]), max_turns - k, p, gamma) for k, turn in enumerate(t.turns)]
+            [
+                walk_value(int(turn.observation.split()[1]), max_turns - k, p, gamma)
+                for k, turn in enumerate(t.turns)
+            ]
             for t in trajectories
         ]
     )
@@ -168,7 +171,8 @@ def test_a_bad_k_is_refused_with_a_clear_error(bad):
     values = {"env": {"id": SOKOBAN}, "algorithm": {"name": "vineppo", "mc_rollouts": bad}}
     with pytest.raises(ConfigError, match=r"algorithm\.mc_rollouts"):
         TrainConfig.from_mapping(values)
-    config = TrainConfig.from_mapping({**values, "algorithm": {"name": "vineppo", "mc_rollouts": MAX_MC_ROLLOUTS}})
+    largest = {"name": "vineppo", "mc_rollouts": MAX_MC_ROLLOUTS}
+    config = TrainConfig.from_mapping({**values, "algorithm": largest})
     assert config.algorithm.mc_rollouts == MAX_MC_ROLLOUTS
 
 

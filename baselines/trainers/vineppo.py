@@ -127,7 +127,9 @@ def branch_values(
     return BranchValues(list(np.split(means, splits)) if trajectories else [], branches)
 
 
-def mc_advantages(trajectories: Sequence[Trajectory], values: Sequence[np.ndarray], gamma: float) -> list[np.ndarray]:
+def mc_advantages(
+    trajectories: Sequence[Trajectory], values: Sequence[np.ndarray], gamma: float
+) -> list[np.ndarray]:
     """A_t = r_t + γ·V̂(s_{t+1}) − V̂(s_t), with V̂ = 0 after the last turn."""
     advantages = []
     for trajectory, value in zip(trajectories, values):
