@@ -321,6 +321,7 @@ class RolloutEngine:
             )
             generation_s += time.perf_counter() - started
             responses: list[str | None] = [None] * count
+            snapshots = self.vec.snapshots(running) if record_snapshots else {}
             for i, (prompt_text, prompt), response_ids in zip(running, rendered, sampled):
                 text = self.tokenizer.decode(response_ids, skip_special_tokens=True)
                 responses[i] = text
@@ -335,7 +336,7 @@ class RolloutEngine:
                         obs_key=str(info["obs_key"]),
                         state_key=str(info["state_key"]),
                         privileged=info.get("privileged"),
-                        snapshot=self.vec.snapshot(i) if record_snapshots else None,
+                        snapshot=snapshots.get(i),
                     )
                 )
                 generated += len(response_ids)

@@ -317,6 +317,13 @@ def test_branch_continues_every_copy_exactly_as_the_snapshotted_env(backend: str
                 assert (rewards[index], terminated[index], truncated[index]) == (reward, *flags)
                 assert infos[index]["state_key"] == info["state_key"]
         assert vec.snapshot(4).state_key == references[4].unwrapped.snapshot().state_key
+        several = vec.snapshots([5, 0, 4])  # one message per worker
+        assert sorted(several) == [0, 4, 5]
+        for index, snapshot in several.items():
+            assert snapshot.state_key == references[index].unwrapped.snapshot().state_key
+        for bad in (True, 1.5, -1, vec.num_envs):
+            with pytest.raises(IndexError, match="outside"):
+                vec.snapshots([0, bad])
         with pytest.raises(ValueError, match="one snapshot per group"):
             vec.branch(snapshots[:1])
 

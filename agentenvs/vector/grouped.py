@@ -16,7 +16,8 @@ is the last info with zeroed ``reward_components``, no ``transitions`` and
 ``group``, ``copy`` and ``finished``.
 
 Branching (Monte-Carlo value estimates, tree search): ``snapshot(i)`` takes
-env ``i``'s state (:meth:`agentenvs.core.AgentEnv.snapshot`);
+env ``i``'s state (:meth:`agentenvs.core.AgentEnv.snapshot`), ``snapshots(indices)``
+several envs' at once;
 ``branch(snapshots)`` starts the N copies of group ``g`` from
 ``snapshots[g]``, so N continuations of one state run as a batch.
 
@@ -133,11 +134,17 @@ class GroupedVectorEnv:
 
     def snapshot(self, index: int) -> EnvSnapshot:
         """Env ``index``'s state now, for :meth:`branch` or ``env.reset(options={"snapshot": ...})``."""
+        return self.snapshots([index])[index]
+
+    def snapshots(self, indices: Sequence[int]) -> dict[int, EnvSnapshot]:
+        """:meth:`snapshot` of each env of ``indices``, in one message per worker."""
         if not self._started:
             raise RuntimeError("call reset() before snapshot()")
-        if not 0 <= index < self.num_envs:
-            raise IndexError(f"env index {index} outside [0, {self.num_envs})")
-        return self._backend.snapshot([index])[index]
+        for index in indices:
+            integer = isinstance(index, (int, np.integer)) and not isinstance(index, bool)
+            if not integer or not 0 <= index < self.num_envs:
+                raise IndexError(f"env index {index!r} outside [0, {self.num_envs})")
+        return self._backend.snapshot([int(index) for index in indices])
 
     def _start(
         self, requests: Mapping[int, ResetRequest | RestoreRequest]
