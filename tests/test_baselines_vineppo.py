@@ -119,6 +119,19 @@ def test_the_advantage_is_the_one_step_monte_carlo_difference():
     np.testing.assert_allclose(advantages, [0.0 + 0.5 * 0.9 - 0.8, 0.5 + 0.5 * 0.7 - 0.9, 1.0 + 0.0 - 0.7])
 
 
+def test_whitened_advantages_have_zero_mean_and_unit_spread_over_the_policy_tokens():
+    from baselines.trainers.samples import response_sample, whiten_advantages
+
+    samples = [response_sample([1, 2], [3] * n) for n in (1, 2, 5)]
+    for sample, value in zip(samples, (1.0, -2.0, 4.0)):
+        sample.advantages = np.where(sample.mask, value, 7.0)  # 7 off the policy tokens: ignored, then 0
+    whiten_advantages(samples)
+    flat = np.concatenate([s.advantages[s.mask] for s in samples])
+    assert abs(flat.mean()) < 1e-9 and flat.std() == pytest.approx(1.0, abs=1e-6)
+    assert all((s.advantages[~s.mask] == 0).all() for s in samples)
+    whiten_advantages([])
+
+
 @pytest.mark.parametrize("context", ["window", "full"])
 def test_every_branch_starts_from_the_snapshot_state_with_the_trajectory_prompt(context):
     moves = ["up", "down", "left", "right"]

@@ -47,7 +47,7 @@ from baselines.metrics import anchor_metrics
 from baselines.rollout import RolloutBatch
 from baselines.trainers.config import AlgorithmOptions
 from baselines.trainers.models import frozen_copy
-from baselines.trainers.samples import Sample, build_samples, collate, micro_batches
+from baselines.trainers.samples import Sample, build_samples, collate, micro_batches, whiten_advantages
 
 if TYPE_CHECKING:
     from baselines.trainers.run import TrainingRun
@@ -120,10 +120,7 @@ def assign_gae(
             samples[m].advantages[p] = a
             returns[m][p] = g
     if options.whiten_advantages:
-        flat = np.concatenate([s.advantages[s.mask] for s in samples])
-        mean, std = flat.mean(), flat.std() + 1e-8
-        for sample in samples:
-            sample.advantages = np.where(sample.mask, (sample.advantages - mean) / std, 0.0)
+        whiten_advantages(samples)
     return returns
 
 

@@ -50,6 +50,17 @@ def build_samples(
     return [s for s in samples if s.mask.any()]
 
 
+def whiten_advantages(samples: Sequence[Sample]) -> None:
+    """Set each sample's policy-token advantages to (A − mean)/(std + 1e-8) over every policy token of
+    ``samples``, and 0 off them."""
+    if not samples:
+        return
+    flat = np.concatenate([s.advantages[s.mask] for s in samples])
+    mean, std = flat.mean(), flat.std() + 1e-8
+    for sample in samples:
+        sample.advantages = np.where(sample.mask, (sample.advantages - mean) / std, 0.0)
+
+
 def response_sample(prompt_ids: Sequence[int], response_ids: Sequence[int]) -> Sample:
     """A prompt and one response as a sample whose policy tokens are the response's (advantage 0)."""
     ids = list(prompt_ids) + list(response_ids)

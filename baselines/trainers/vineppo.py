@@ -13,16 +13,18 @@ turn's env snapshot, ``needs_snapshots``):
 
    The state after the last turn ends the episode (terminated, or truncated
    at the env's turn limit, which is part of its state): V̂ = 0 there.
-2. advantages: one per turn, the one-step MC estimate (no λ, no whitening)
+2. advantages: one per turn, the one-step MC estimate (no λ)
 
        A_t = r_t + γ·V̂(s_{t+1}) − V̂(s_t)
 
-   on every policy token of turn t;
+   on every policy token of turn t, then whitened over the batch's policy
+   tokens, (A − mean)/(std + 1e-8) (``whiten_advantages``);
 3. update: PPO-clip epochs with KL to the frozen initial policy
    (``run.ppo_clip_update``). Nothing else is trained.
 
-The paper's defaults: K = 9 rollouts per state (``mc_rollouts``), γ = 1
-(``gamma``), advantages used as estimated. A branch whose env crashed is left
+The paper's defaults (its released configs): K = 9 rollouts per state
+(``mc_rollouts``), γ = 1 (``gamma``), advantages whitened
+(``whiten_advantages: true``; false trains on them as estimated). A branch whose env crashed is left
 out of its state's mean (``sampler.on_crash: drop``; counted as
 ``vine/crashed_rollouts``); a state with every branch crashed stops the run.
 
@@ -53,7 +55,7 @@ from baselines.rollout import EnvCrashed, RolloutBatch, RolloutEngine, Trajector
 from baselines.trainers.config import AlgorithmOptions, ConfigError
 from baselines.trainers.models import frozen_copy
 from baselines.trainers.sampler import make_engine
-from baselines.trainers.samples import Sample, build_samples
+from baselines.trainers.samples import Sample, build_samples, whiten_advantages
 
 if TYPE_CHECKING:
     from baselines.trainers.run import TrainingRun
@@ -64,11 +66,12 @@ MAX_MC_ROLLOUTS = 1024
 
 @dataclass
 class VinePPOOptions(AlgorithmOptions):
-    """K rollouts per state and the discount of their returns."""
+    """K rollouts per state, the discount of their returns, whether advantages are whitened."""
 
     name: ClassVar[str] = "vineppo"
     mc_rollouts: int = field(default=9, metadata={"minimum": 1})  # K
     gamma: float = 1.0
+    whiten_advantages: bool = True
 
     def __post_init__(self) -> None:
         k = self.mc_rollouts
@@ -178,6 +181,8 @@ class VinePPO:
         wall_s = time.perf_counter() - started
         advantages = mc_advantages(trajectories, estimate.values, self.options.gamma)
         samples = build_samples(trajectories, advantages, config.sampler.context)
+        if self.options.whiten_advantages:
+            whiten_advantages(samples)
         return samples, {
             **anchor_metrics(trajectories, "state_key"),
             **estimate.stats(),
