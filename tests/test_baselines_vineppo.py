@@ -88,9 +88,14 @@ def mc_errors(monkeypatch, ks):
     )
     errors = {}
     for k in ks:
-        engine = engine_for(env_id, states, k, sampler, tokenizer)
         sampler.calls.clear()
-        estimate = branch_values(engine, trajectories, gamma, sample_seed=1)
+        estimate = branch_values(
+            lambda n, k=k: engine_for(env_id, n, k, sampler, tokenizer),
+            trajectories,
+            gamma,
+            sample_seed=1,
+            states_per_batch=states,
+        )
         # one sampler call per branch step, over every live branch of every state
         assert len(sampler.calls) <= max_turns and sampler.calls[0] == states * k
         assert estimate.stats()["vine/rollouts"] == states * k
@@ -100,13 +105,34 @@ def mc_errors(monkeypatch, ks):
 
 def test_monte_carlo_values_converge_to_the_closed_form_values_as_k_grows(monkeypatch):
     errors = mc_errors(monkeypatch, (2, 64))
-    # the mean of K returns in [0, 1] has a standard error of at most 0.5/√K (measured: 0.173, 0.034)
+    # the mean of K returns in [0, 1] has a standard error of at most 0.5/√K (measured: 0.157, 0.032)
     assert errors[64] < errors[2] / 2 and errors[64] < 0.5 / np.sqrt(64)
 
 
 @pytest.mark.slow
 def test_monte_carlo_values_at_k_512_are_within_their_standard_error(monkeypatch):
-    assert mc_errors(monkeypatch, (512,))[512] < 0.5 / np.sqrt(512)  # measured: 0.012
+    assert mc_errors(monkeypatch, (512,))[512] < 0.5 / np.sqrt(512)  # measured: 0.011
+
+
+def test_branches_run_in_vector_batches_of_at_most_the_states_asked(monkeypatch):
+    env_id = register_for_test(monkeypatch, WALK)
+    tokenizer = make_tokenizer(env_id, ["forward", "stay"])
+    sampler = ScriptedSampler(tokenizer, ["forward", "stay"], [0.5, 0.5])
+    collector = engine_for(env_id, 2, 2, sampler, tokenizer)
+    trajectories = collector.collect(seed=0, record_snapshots=True).trajectories
+    states = sum(len(t.turns) for t in trajectories)
+    sizes = []
+
+    def engine_of(n):
+        sizes.append(n)
+        return engine_for(env_id, n, 3, sampler, tokenizer)
+
+    sampler.calls.clear()
+    estimate = branch_values(engine_of, trajectories, 1.0, sample_seed=0, states_per_batch=4)
+    assert sizes == [4] * (states // 4) + ([states % 4] if states % 4 else [])
+    assert max(sampler.calls) <= 4 * 3 and estimate.stats()["vine/rollouts"] == states * 3
+    assert estimate.stats()["vine/vector_batches"] == len(sizes)
+    assert [len(v) for v in estimate.values] == [len(t.turns) for t in trajectories]
 
 
 def test_the_advantage_is_the_one_step_monte_carlo_difference():
@@ -165,6 +191,7 @@ def test_a_one_iteration_run_logs_branch_counts_and_wall_time(tmp_path):
             "env.group_size=2",
             "run.iterations=1",
             f"algorithm.mc_rollouts={k}",
+            "algorithm.max_branch_envs=8",  # 4 states of K = 2 branches per vector batch
             f"run.out_dir={tmp_path / 'run'}",
         ],
     )
@@ -176,6 +203,7 @@ def test_a_one_iteration_run_logs_branch_counts_and_wall_time(tmp_path):
     assert turns <= written["vine/env_steps"] <= k * turns * 10
     assert written["vine/generated_tokens"] == written["vine/env_steps"]  # one action token per turn
     assert written["vine/wall_s"] > 0 and written["vine/crashed_rollouts"] == 0
+    assert written["vine/vector_batches"] == -(-turns // 4)
     assert np.isfinite(written["actor/loss"]) and written == json.loads(json.dumps(record))
 
 

@@ -7,7 +7,9 @@ turn's env snapshot, ``needs_snapshots``):
    trajectory, K rollouts of the current policy run to the end of their
    episode (``RolloutEngine.branch`` over ``GroupedVectorEnv.branch``: one
    group of K copies per state, every live branch's prompt sampled in one
-   call per step). V̂(s_t) is the mean of their discounted returns:
+   call per step; the states run in vector batches of at most
+   ``max_branch_envs`` envs, one batch unless the K × T branches exceed
+   it). V̂(s_t) is the mean of their discounted returns:
 
        V̂(s_t) = (1/K) Σ_k Σ_{l≥0} γ^l r^(k)_{t+l}
 
@@ -31,7 +33,7 @@ out of its state's mean (``sampler.on_crash: drop``; counted as
 Logged per iteration: ``vine/rollouts`` (K × turns of the batch),
 ``vine/env_steps``, ``vine/generated_tokens``, ``vine/wall_s`` (building the
 branch envs and playing them), ``vine/generation_s``, ``vine/env_s``,
-``vine/crashed_rollouts`` and ``vine/value_mean``.
+``vine/crashed_rollouts``, ``vine/vector_batches`` and ``vine/value_mean``.
 
 Run::
 
@@ -42,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -60,7 +62,7 @@ from baselines.trainers.samples import Sample, build_samples, whiten_advantages
 if TYPE_CHECKING:
     from baselines.trainers.run import TrainingRun
 
-# K × (turns of a batch) branch envs exist at once; beyond this many per state the run could not hold them.
+# A vector batch holds at least one state's K branch envs, whatever max_branch_envs says.
 MAX_MC_ROLLOUTS = 1024
 
 
@@ -72,6 +74,9 @@ class VinePPOOptions(AlgorithmOptions):
     mc_rollouts: int = field(default=9, metadata={"minimum": 1})  # K
     gamma: float = 1.0
     whiten_advantages: bool = True
+    # branch envs alive at once: the states run in vector batches of max(1, this // K) states
+    # (so at least K envs)
+    max_branch_envs: int = field(default=4096, metadata={"minimum": 1})
 
     def __post_init__(self) -> None:
         k = self.mc_rollouts
@@ -91,43 +96,61 @@ def discounted_return(rewards: np.ndarray, gamma: float) -> float:
 
 @dataclass
 class BranchValues:
-    """V̂(s_t) of every turn of every trajectory, and the branch rollouts that gave them."""
+    """V̂(s_t) of every turn of every trajectory, and the branch rollouts that gave them (one per batch)."""
 
     values: list[np.ndarray]
-    branches: RolloutBatch
+    batches: list[RolloutBatch]
 
     def stats(self) -> dict[str, float]:
         """The ``vine/...`` counts of the branch rollouts (wall time is the caller's)."""
-        branches = self.branches
+        played = [t for b in self.batches for t in [*b.trajectories, *b.crashed]]
         flat = np.concatenate(self.values) if self.values else np.zeros(0)
         return {
-            "vine/rollouts": len(branches.trajectories) + len(branches.crashed),
-            "vine/crashed_rollouts": len(branches.crashed),
-            "vine/env_steps": sum(len(t.turns) for t in [*branches.trajectories, *branches.crashed]),
-            "vine/generated_tokens": branches.generated_tokens,
-            "vine/generation_s": branches.generation_s,
-            "vine/env_s": branches.env_s,
+            "vine/rollouts": len(played),
+            "vine/crashed_rollouts": sum(len(b.crashed) for b in self.batches),
+            "vine/env_steps": sum(len(t.turns) for t in played),
+            "vine/generated_tokens": sum(b.generated_tokens for b in self.batches),
+            "vine/generation_s": sum(b.generation_s for b in self.batches),
+            "vine/env_s": sum(b.env_s for b in self.batches),
+            "vine/vector_batches": len(self.batches),
             "vine/value_mean": float(flat.mean()) if flat.size else 0.0,
         }
 
 
+def mean_returns(branches: RolloutBatch, states: int, gamma: float) -> np.ndarray:
+    """Per state (the vec's group), the mean discounted return of its branches that did not crash."""
+    groups = np.array([b.group for b in branches.trajectories], dtype=np.int64)
+    returns = np.array([discounted_return(b.turn_rewards, gamma) for b in branches.trajectories])
+    counts = np.bincount(groups, minlength=states)
+    if states and counts.min() == 0:
+        raise EnvCrashed(f"every branch of state {int(counts.argmin())} crashed: no value estimate")
+    return np.bincount(groups, weights=returns, minlength=states) / np.maximum(counts, 1)
+
+
 def branch_values(
-    engine: RolloutEngine, trajectories: Sequence[Trajectory], gamma: float, sample_seed: int
+    engine_for: Callable[[int], RolloutEngine],
+    trajectories: Sequence[Trajectory],
+    gamma: float,
+    sample_seed: int,
+    states_per_batch: int,
 ) -> BranchValues:
     """Monte-Carlo V̂(s_t) for every turn t of every trajectory (the module docstring's formula).
 
-    ``engine.vec`` has one group per turn of ``trajectories`` (in order) and K copies per group.
+    The states run ``states_per_batch`` at a time (the last batch holds the rest), batch b sampled
+    from the stream ``("vine-batch", sample_seed, b)``; ``engine_for(n)`` is an engine over a vec of
+    n groups of K copies.
     """
     starts = [(trajectory, turn) for trajectory in trajectories for turn in range(len(trajectory.turns))]
-    branches = engine.branch(starts, sample_seed=sample_seed)
-    groups = np.array([b.group for b in branches.trajectories], dtype=np.int64)
-    returns = np.array([discounted_return(b.turn_rewards, gamma) for b in branches.trajectories])
-    counts = np.bincount(groups, minlength=len(starts))
-    if len(starts) and counts.min() == 0:
-        raise EnvCrashed(f"every branch of state {int(counts.argmin())} crashed: no value estimate")
-    means = np.bincount(groups, weights=returns, minlength=len(starts)) / np.maximum(counts, 1)
+    values = np.zeros(len(starts))
+    batches = []
+    for number, begin in enumerate(range(0, len(starts), states_per_batch)):
+        part = starts[begin : begin + states_per_batch]
+        seed = derive_seed("vine-batch", sample_seed, number)
+        branches = engine_for(len(part)).branch(part, sample_seed=seed)
+        values[begin : begin + len(part)] = mean_returns(branches, len(part), gamma)
+        batches.append(branches)
     splits = np.cumsum([len(t.turns) for t in trajectories])[:-1]
-    return BranchValues(list(np.split(means, splits)) if trajectories else [], branches)
+    return BranchValues(list(np.split(values, splits)) if trajectories else [], batches)
 
 
 def mc_advantages(
@@ -161,23 +184,30 @@ class VinePPO:
         run, config = self.run, self.run.config
         trajectories = batch.trajectories
         started = time.perf_counter()
-        vec = GroupedVectorEnv(
-            config.env.id,
-            num_groups=sum(len(t.turns) for t in trajectories),
-            group_size=self.options.mc_rollouts,
-            backend=config.env.vector_backend,
-            env_kwargs=config.env.kwargs,
-        )
+        vecs: dict[int, GroupedVectorEnv] = {}  # at most two sizes: full batches and the rest
+
+        def engine_for(states: int) -> RolloutEngine:
+            if states not in vecs:
+                vecs[states] = GroupedVectorEnv(
+                    config.env.id,
+                    num_groups=states,
+                    group_size=self.options.mc_rollouts,
+                    backend=config.env.vector_backend,
+                    env_kwargs=config.env.kwargs,
+                )
+            return make_engine(config, vecs[states], run.sampler, run.tokenizer, run.template)
+
         try:
-            engine = make_engine(config, vec, run.sampler, run.tokenizer, run.template)
             estimate = branch_values(
-                engine,
+                engine_for,
                 trajectories,
                 self.options.gamma,
                 sample_seed=derive_seed("vine-branches", config.run.seed, iteration),
+                states_per_batch=max(1, self.options.max_branch_envs // self.options.mc_rollouts),
             )
         finally:
-            vec.close()
+            for vec in vecs.values():
+                vec.close()
         wall_s = time.perf_counter() - started
         advantages = mc_advantages(trajectories, estimate.values, self.options.gamma)
         samples = build_samples(trajectories, advantages, config.sampler.context)
