@@ -16,15 +16,18 @@ import agentenvs  # noqa: F401
 from agentenvs.core import EnvEntry
 from agentenvs.vector import GroupedVectorEnv
 from baselines.prompts import PromptTemplate
-from baselines.rollout import RolloutEngine
+from baselines.rollout import EnvCrashed, RolloutBatch, RolloutEngine, Trajectory, Turn
 from baselines.tiny import bpe_tokenizer
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 from baselines.trainers.run import train
-from baselines.trainers.vineppo import MAX_MC_ROLLOUTS, branch_values, mc_advantages
+from baselines.trainers.vineppo import MAX_MC_ROLLOUTS, branch_values, mc_advantages, mean_returns
 from fixtures.registry import register_for_test
 from fixtures.walk_env import walk_value
 
 ROOT = Path(__file__).resolve().parents[1]
+COUNTER = EnvEntry(
+    name="TestCounter", entry_point="fixtures.counter_env:CounterEnv", summary="count", family="Counter"
+)
 WALK = EnvEntry(
     name="TestWalk", entry_point="fixtures.walk_env:WalkEnv", summary="walk a corridor", family="Walk"
 )
@@ -62,10 +65,12 @@ def make_tokenizer(env_id, words, **kwargs):
     return bpe_tokenizer(texts, vocab_size=200, words=words)
 
 
-def engine_for(env_id, groups, copies, sampler, tokenizer, context="window", **env_kwargs):
+def engine_for(env_id, groups, copies, sampler, tokenizer, context="window", on_crash="stop", **env_kwargs):
     template = PromptTemplate.for_env(gym.make(env_id, **env_kwargs), history_window=2)
     vec = GroupedVectorEnv(env_id, groups, copies, env_kwargs=env_kwargs)
-    return RolloutEngine(vec, sampler, tokenizer, template, max_new_tokens=1, context=context)
+    return RolloutEngine(
+        vec, sampler, tokenizer, template, max_new_tokens=1, context=context, on_crash=on_crash
+    )
 
 
 def mc_errors(monkeypatch, ks):
@@ -135,9 +140,37 @@ def test_branches_run_in_vector_batches_of_at_most_the_states_asked(monkeypatch)
     assert [len(v) for v in estimate.values] == [len(t.turns) for t in trajectories]
 
 
-def test_the_advantage_is_the_one_step_monte_carlo_difference():
-    from baselines.rollout import Trajectory, Turn
+def test_crashed_branches_stop_the_run_or_leave_their_state_s_mean(monkeypatch):
+    """The counter fixture's ``raise`` action raises inside ``step``: its branch ends as crashed."""
+    env_id = register_for_test(monkeypatch, COUNTER)
+    words = ["inc", "dec", "raise"]
+    tokenizer = make_tokenizer(env_id, words)
+    sampler = ScriptedSampler(tokenizer, words, [0.5, 0.5, 0.0])
+    collector = engine_for(env_id, 2, 1, sampler, tokenizer)
+    trajectories = collector.collect(seed=0, record_snapshots=True).trajectories
+    states = sum(len(t.turns) for t in trajectories)
 
+    def values(on_crash):
+        engines = lambda n: engine_for(env_id, n, 8, sampler, tokenizer, on_crash=on_crash)  # noqa: E731
+        return branch_values(engines, trajectories, 1.0, sample_seed=0, states_per_batch=states)
+
+    sampler.probabilities = [0.45, 0.45, 0.1]
+    with pytest.raises(EnvCrashed, match="crashed at turn"):
+        values("stop")
+    stats = values("drop").stats()
+    assert 0 < stats["vine/crashed_rollouts"] < stats["vine/rollouts"] == states * 8
+    sampler.probabilities = [0.0, 0.0, 1.0]
+    with pytest.raises(EnvCrashed, match="crashed: nothing to train on"):
+        values("drop")
+    survivors = RolloutBatch(
+        [Trajectory(group=1, copy=0, task_id="t", turns=[Turn("", [], [], "", "", "", "", reward=2.0)])],
+        0.0, 0.0, 0, 0,
+    )
+    with pytest.raises(EnvCrashed, match="every branch of state 0 crashed"):
+        mean_returns(survivors, 2, 1.0)  # state 1 kept a branch, state 0 none
+
+
+def test_the_advantage_is_the_one_step_monte_carlo_difference():
     trajectory = Trajectory(0, 0, "t")
     for reward in (0.0, 0.5, 1.0):
         trajectory.turns.append(Turn("", [], [], "", "", "", "", reward=reward))

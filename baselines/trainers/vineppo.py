@@ -26,9 +26,10 @@ turn's env snapshot, ``needs_snapshots``):
 
 The paper's defaults (its released configs): K = 9 rollouts per state
 (``mc_rollouts``), γ = 1 (``gamma``), advantages whitened
-(``whiten_advantages: true``; false trains on them as estimated). A branch whose env crashed is left
-out of its state's mean (``sampler.on_crash: drop``; counted as
-``vine/crashed_rollouts``); a state with every branch crashed stops the run.
+(``whiten_advantages: true``; false trains on them as estimated). A branch
+whose env crashed stops the run (``sampler.on_crash: stop``) or is left out
+of its state's mean (``drop``; counted as ``vine/crashed_rollouts``); a
+state whose every branch crashed stops it either way.
 
 Logged per iteration: ``vine/rollouts`` (K × turns of the batch),
 ``vine/env_steps``, ``vine/generated_tokens``, ``vine/wall_s`` (building the
