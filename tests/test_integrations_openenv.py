@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -31,6 +33,7 @@ from websockets.sync.client import connect  # noqa: E402
 from agentenvs.integrations.openenv import WS_FRAME_LIMIT, build_app  # noqa: E402
 from expert_episodes import Episode, expert_episode  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 SOKOBAN = "agentenvs/Sokoban-v0"
 # (id, seed) pairs whose expert episode takes more than one turn
 EXPERT_CASES = [(SOKOBAN, 4), ("agentenvs/TextCraft-v0", 3), ("agentenvs/Search-v0", 1)]
@@ -180,61 +183,89 @@ def refusal(socket_connection: Any, frame: str | bytes) -> dict[str, Any]:
     return reply["data"]
 
 
-def test_agentenvs_serve_refuses_hostile_input_and_keeps_serving(tmp_path):
+def readme_openenv_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### OpenEnv: `agentenvs serve`")
+    return text[start : text.index("\n## ", start)]
+
+
+@pytest.fixture(scope="module")
+def readme_server(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The README's ``agentenvs serve`` command, run as written but on a free port."""
+    command = re.search(r"^agentenvs serve .*$", readme_openenv_section(), re.MULTILINE).group(0).split()
+    assert command[command.index("--port") + 1] == "8000"
     port = free_port()
-    log = (tmp_path / "serve.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "agentenvs.cli", "serve", SOKOBAN, "--port", str(port), "--max-sessions", "4"],
-        stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(),
-    )  # fmt: skip
+    command[command.index("--port") + 1] = str(port)
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agentenvs.cli", *command[1:]], stdout=log, stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                assert server.poll() is None, log_path.read_text()
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                        break
+                assert time.monotonic() < deadline, "agentenvs serve did not come up"
+                time.sleep(0.2)
+            yield server, port
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def test_the_readme_client_example_runs_against_the_readme_command(readme_server, tmp_path):
+    _, port = readme_server
+    block = re.search(r"```python\n(.*?)```", readme_openenv_section(), re.DOTALL).group(1)
+    assert "http://127.0.0.1:8000" in block
+    script = tmp_path / "readme_openenv.py"
+    script.write_text(block.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}"), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=os.environ.copy()
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "'invalid_action'" in result.stdout  # the components of each turn were printed
+
+
+def test_agentenvs_serve_refuses_hostile_input_and_keeps_serving(readme_server):
+    server, port = readme_server
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert server.poll() is None, (tmp_path / "serve.log").read_text()
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "agentenvs serve did not come up"
-            time.sleep(0.2)
+    episode = expert_episode(SOKOBAN, 4)
+    with connect(f"ws://127.0.0.1:{port}/ws", max_size=WS_FRAME_LIMIT) as raw:
+        for frame, code, reason in HOSTILE_FRAMES:
+            data = refusal(raw, frame)
+            assert data["code"] == code and reason in data["message"], (str(frame)[:60], data)
+            assert len(json.dumps(data)) < 4000, "a refusal echoes the hostile input"
+        # the same session then plays an episode exactly as gym.make does, bidi and zero-width text included
+        raw.send(json.dumps({"type": "reset", "data": {"seed": 4}}))
+        assert json.loads(raw.recv(timeout=30))["data"]["observation"]["text"] == episode.observations[0]
+        gym_env = gym.make(SOKOBAN)
+        gym_env.reset(seed=4)
+        sly = "<action>\u202eup\u200b</action>"
+        text, reward, *_ = gym_env.step(sly)
+        raw.send(json.dumps({"type": "step", "data": {"response": sly}}))
+        reply = json.loads(raw.recv(timeout=30))["data"]
+        assert reply.get("observation", {}).get("text") == text and reply["reward"] == reward, reply
+    with GenericEnvClient(base_url=base).sync() as client:
+        play(client, episode)
 
-        episode = expert_episode(SOKOBAN, 4)
-        with connect(f"ws://127.0.0.1:{port}/ws", max_size=WS_FRAME_LIMIT) as raw:
-            for frame, code, reason in HOSTILE_FRAMES:
-                data = refusal(raw, frame)
-                assert data["code"] == code and reason in data["message"], (str(frame)[:60], data)
-                assert len(json.dumps(data)) < 4000, "a refusal echoes the hostile input"
-            # the same session then plays an episode exactly as gym.make does, bidi and zero-width text included
-            raw.send(json.dumps({"type": "reset", "data": {"seed": 4}}))
-            assert json.loads(raw.recv(timeout=30))["data"]["observation"]["text"] == episode.observations[0]
-            gym_env = gym.make(SOKOBAN)
-            gym_env.reset(seed=4)
-            sly = "<action>\u202eup\u200b</action>"
-            text, reward, *_ = gym_env.step(sly)
-            raw.send(json.dumps({"type": "step", "data": {"response": sly}}))
-            reply = json.loads(raw.recv(timeout=30))["data"]
-            assert reply.get("observation", {}).get("text") == text and reply["reward"] == reward, reply
-        with GenericEnvClient(base_url=base).sync() as client:
-            play(client, episode)
-
-        for body, status, reason in [
-            (b"{not json", 400, "Invalid JSON"),
-            (b'{"seed": 1000000000000000000000000000000}', 400, "seed must be an integer"),
-            (b'{"seed": NaN}', 400, "NaN is not JSON"),
-            (b"[" * 200_000, 400, "nested deeper"),
-            (b'{"episode_id": "\\ud800"}', 400, "lone surrogate"),
-            (b"\xff\xfe", 400, "not UTF-8"),
-            (b"x" * (2**20 + 1), 413, "exceeds the limit"),
-        ]:
-            answer = httpx.post(f"{base}/reset", content=body, headers={"content-type": "application/json"})
-            assert answer.status_code == status and reason in answer.json()["detail"], (body[:40], answer.text)
-        answer = httpx.post(f"{base}/step", json={"action": {"response": "up"}})
-        assert answer.status_code == 400 and "use /ws" in answer.json()["detail"]
-        answer = httpx.post(f"{base}/reset", json={"seed": 4})
-        assert answer.status_code == 200 and answer.json()["observation"]["text"] == episode.observations[0]
-        assert httpx.get(f"{base}/metadata").json()["description"] == episode.instructions
-        assert server.poll() is None
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    for body, status, reason in [
+        (b"{not json", 400, "Invalid JSON"),
+        (b'{"seed": 1000000000000000000000000000000}', 400, "seed must be an integer"),
+        (b'{"seed": NaN}', 400, "NaN is not JSON"),
+        (b"[" * 200_000, 400, "nested deeper"),
+        (b'{"episode_id": "\\ud800"}', 400, "lone surrogate"),
+        (b"\xff\xfe", 400, "not UTF-8"),
+        (b"x" * (2**20 + 1), 413, "exceeds the limit"),
+    ]:
+        answer = httpx.post(f"{base}/reset", content=body, headers={"content-type": "application/json"})
+        assert answer.status_code == status and reason in answer.json()["detail"], (body[:40], answer.text)
+    answer = httpx.post(f"{base}/step", json={"action": {"response": "up"}})
+    assert answer.status_code == 400 and "use /ws" in answer.json()["detail"]
+    answer = httpx.post(f"{base}/reset", json={"seed": 4})
+    assert answer.status_code == 200 and answer.json()["observation"]["text"] == episode.observations[0]
+    assert httpx.get(f"{base}/metadata").json()["description"] == episode.instructions
+    assert server.poll() is None, "the server died"

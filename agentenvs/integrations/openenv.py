@@ -284,17 +284,20 @@ class WireGuard:
 
     Over ``/ws`` a refused frame is answered with an OpenEnv error frame and the
     session reads the next one; over HTTP a refused body gets a 400 (413 when
-    too large). ``refusals`` counts them by code.
+    too large). ``refusals`` counts them by code. A close of a socket the
+    client has already closed is done (``closed_by_client`` counts them):
+    OpenEnv's session ends with that close and lets the error out to the log.
     """
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_message_bytes: int) -> None:
         self.app = app
         self.max_message_bytes = max_message_bytes
         self.refusals: Counter[str] = Counter()
+        self.closed_by_client = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
-            await self.app(scope, self._guarded_frames(receive, send), send)
+            await self.app(scope, self._guarded_frames(receive, send), self._closing_send(send))
         elif scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
             await self._guarded_body(scope, receive, send)
         else:
@@ -340,6 +343,17 @@ class WireGuard:
                 await send({"type": "websocket.send", "text": frame.model_dump_json()})
 
         return guarded_receive
+
+    def _closing_send(self, send: Send) -> Send:
+        async def closing_send(event: dict[str, Any]) -> None:
+            try:
+                await send(event)
+            except OSError:  # uvicorn's ClientDisconnected: the client went first
+                if event["type"] != "websocket.close":
+                    raise
+                self.closed_by_client += 1
+
+        return closing_send
 
     async def _guarded_body(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = b""
