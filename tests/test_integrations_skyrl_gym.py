@@ -113,10 +113,10 @@ def test_dataset_rows_hold_the_prompt_init_returns_and_task_ids_pick_tasks():
         assert conversation == row["prompt"] and env.max_turns == 5
         task_id = meta["info"]["task_id"]
         env.close()
-        by_task = skyrl_gym.make(
-            ENV_CLASS, env_config={"env_id": "agentenvs/TextCraft-v0"}, extras={"extra_info": {"task_id": task_id}}
-        )
-        assert by_task.init([])[1]["info"]["task_id"] == task_id
+        # SkyRL's generator passes its per-class config (skyrl_gym_cfg.agentenvs) as a DictConfig
+        config = DictConfig({"env_id": "agentenvs/TextCraft-v0", "env_kwargs": {"max_turns": 5}})
+        by_task = skyrl_gym.make(ENV_CLASS, env_config=config, extras={"extra_info": {"task_id": task_id}})
+        assert by_task.init([]) == (conversation, meta) and by_task.max_turns == 5
         by_task.close()
     assert rows[0]["prompt"] != rows[1]["prompt"]
 
@@ -137,3 +137,20 @@ def test_dataset_rows_hold_the_prompt_init_returns_and_task_ids_pick_tasks():
 def test_a_row_that_names_no_task_is_refused_with_its_reason(extra_info, message):
     with pytest.raises(ValueError, match=message):
         skyrl_gym.make(ENV_CLASS, env_config={}, extras={"extra_info": extra_info})
+
+
+def test_rows_written_to_parquet_and_read_as_skyrls_dataset_reads_them_play_the_same(tmp_path):
+    datasets = pytest.importorskip("datasets", reason="datasets comes with the test extra (through verl)")
+    rows = dataset_rows("agentenvs/Sokoban-v0", [4]) + dataset_rows(
+        "agentenvs/Sokoban-v0", [5], env_kwargs={"max_turns": 2}
+    )
+    path = tmp_path / "train.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(path))
+    loaded = datasets.load_dataset("parquet", data_files=str(path), keep_in_memory=True)["train"]
+    for row, written in zip(loaded, rows):
+        # SkyRL's PromptDataset: the prompt and env_class out, every other column becomes the env's extras
+        prompt, env_class = row.pop("prompt"), row.pop("env_class")
+        env = skyrl_gym.make(env_class, env_config=DictConfig({}), extras=row)
+        assert env.init(prompt)[0] == written["prompt"] == prompt
+        assert env.max_turns == written["extra_info"].get("env_kwargs", {}).get("max_turns", 3)
+        env.close()
