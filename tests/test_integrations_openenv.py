@@ -23,7 +23,7 @@ import gymnasium as gym
 import pytest
 
 pytest.importorskip(
-    "openenv", reason="openenv-core pins pillow < 13: CI's OpenEnv step runs this module in .venv-openenv"
+    "openenv", reason="openenv-core needs pillow < 13 (through gradio): CI's OpenEnv step runs this module in .venv-openenv"
 )
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
