@@ -20,8 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
 from importlib.metadata import version
@@ -34,9 +32,11 @@ from rich.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import agentenvs  # noqa: E402,F401  (registers the ids)
 from agentenvs.agents.scripted import make_agent  # noqa: E402
+from bench_retrieval_server import free_port, start_server, stop_server  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_openenv.txt"
 
@@ -64,31 +64,6 @@ def expert_turns(env_id: str, seed: int) -> dict[str, Any]:
 
 def wire_info(info: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps({key: value for key, value in info.items() if key != "privileged"}))
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_server(env_id: str, port: int, sessions: int) -> subprocess.Popen:
-    """``agentenvs serve`` in its own process; ready when ``/health`` answers."""
-    import httpx
-
-    command = [sys.executable, "-m", "agentenvs.cli", "serve", env_id, "--port", str(port)]
-    process = subprocess.Popen(
-        [*command, "--max-sessions", str(sessions)], env=dict(os.environ, PYTHONPATH=str(ROOT))
-    )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.terminate()
-    raise RuntimeError(f"agentenvs serve {env_id} did not come up")
 
 
 async def play(client: Any, episodes: list[dict[str, Any]], progress: Any, task: Any, stats: dict[str, list]) -> None:
@@ -163,7 +138,8 @@ def bench(env_id: str, sessions: int, episodes_each: int, progress: Progress) ->
     per_session = [played[index::sessions] for index in range(sessions)]
 
     port = free_port()
-    server = start_server(env_id, port, sessions)
+    command = [sys.executable, "-m", "agentenvs.cli", "serve", env_id, "--port", str(port)]
+    server = start_server([*command, "--max-sessions", str(sessions)], port)
     url = f"http://127.0.0.1:{port}"
     try:
         task = progress.add_task(f"{env_id}: 1 session", total=episodes_each)
@@ -171,8 +147,7 @@ def bench(env_id: str, sessions: int, episodes_each: int, progress: Progress) ->
         task = progress.add_task(f"{env_id}: {sessions} sessions", total=len(played))
         concurrent = asyncio.run(load(url, per_session, progress, task))
     finally:
-        server.terminate()
-        server.wait(timeout=60)
+        stop_server(server)
     lines = [
         f"{env_id}: {sessions} concurrent sessions x {episodes_each} expert episodes, "
         f"openenv-core {version('openenv-core')} client and server",

@@ -10,10 +10,8 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,45 +24,17 @@ pytest.importorskip(
     "openenv", reason="openenv-core needs pillow < 13 (through gradio): CI's OpenEnv step runs this module in .venv-openenv"
 )
 import httpx  # noqa: E402
-import uvicorn  # noqa: E402
 from openenv.core import GenericEnvClient  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from agentenvs.integrations.openenv import WS_FRAME_LIMIT, build_app  # noqa: E402
 from expert_episodes import Episode, expert_episode  # noqa: E402
+from fixtures.app_server import free_port, serving  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SOKOBAN = "agentenvs/Sokoban-v0"
 # (id, seed) pairs whose expert episode takes more than one turn
 EXPERT_CASES = [(SOKOBAN, 4), ("agentenvs/TextCraft-v0", 3), ("agentenvs/Search-v0", 1)]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextlib.contextmanager
-def served(env_id: str, **options: Any) -> Iterator[str]:
-    """``build_app(env_id)`` on uvicorn in a thread of this process; yields its base URL."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(env_id, **options), log_level="warning", ws_max_size=WS_FRAME_LIMIT)
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        listener.close()
 
 
 def wire_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +69,7 @@ def play(client: Any, episode: Episode) -> None:
 def test_openenvs_client_plays_an_expert_episode_as_gym_make_does(env_id, seed):
     episode = expert_episode(env_id, seed)
     assert len(episode.responses) >= 2 and episode.infos[-1]["success"]
-    with served(env_id) as url, GenericEnvClient(base_url=url).sync() as client:
+    with serving(build_app(env_id)) as url, GenericEnvClient(base_url=url).sync() as client:
         play(client, episode)
         state = client.state()
         assert state["env_id"] == env_id and state["task_id"] == episode.infos[-1]["task_id"]
@@ -111,7 +81,7 @@ def test_openenvs_client_plays_an_expert_episode_as_gym_make_does(env_id, seed):
 
 def test_two_sessions_interleaved_each_play_their_own_episode():
     first, second = expert_episode(SOKOBAN, 4), expert_episode(SOKOBAN, 5)
-    with served(SOKOBAN) as url:
+    with serving(build_app(SOKOBAN)) as url:
         with GenericEnvClient(base_url=url).sync() as a, GenericEnvClient(base_url=url).sync() as b:
             for (client_a, episode_a), (client_b, episode_b) in (((a, first), (b, second)), ((a, second), (b, first))):
                 assert_turn_matches(client_a.reset(seed=episode_a.seed), episode_a, 0)
@@ -126,7 +96,7 @@ def test_two_sessions_interleaved_each_play_their_own_episode():
 
 def test_sessions_past_max_sessions_are_refused_and_a_freed_slot_serves_again():
     episode = expert_episode(SOKOBAN, 4)
-    with served(SOKOBAN, max_sessions=1) as url:
+    with serving(build_app(SOKOBAN, max_sessions=1)) as url:
         ws_url = url.replace("http", "ws") + "/ws"
         with GenericEnvClient(base_url=url).sync() as held:
             held.reset(seed=4)
