@@ -5,7 +5,7 @@ module                      what it holds
 ==========================  ===================================================
 ``advantages``              the estimators, pure numpy, formula in each docstring
 ``losses``                  PPO-clip, KL, value, Bradley–Terry and DPO losses (torch)
-``prompts``                 per-family prompt templates (history window, actions)
+``prompts``                 prompt templates built from the env's own declarations
 ``policy``                  samplers: transformers ``generate``; vLLM when installed
 ``rollout``                 multi-turn rollouts over ``agentenvs.vector`` groups
 ``metrics``                 per-iteration JSONL metrics and the ``plot`` command

@@ -19,7 +19,15 @@ from agentenvs.core.keys import (
     stable_digest,
     text_key,
 )
-from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text, find_block, normalize_action
+from agentenvs.core.protocol import (
+    ActionProtocol,
+    AnswerFormat,
+    ParsedResponse,
+    ResponseProtocol,
+    coerce_text,
+    find_block,
+    normalize_action,
+)
 from agentenvs.core.registration import NAMESPACE, EnvEntry
 from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space
 from agentenvs.core.tasks import (
@@ -37,6 +45,7 @@ __all__ = [
     "ActionProtocol",
     "Agent",
     "AgentEnv",
+    "AnswerFormat",
     "ChatClient",
     "ChatError",
     "ChatReply",
@@ -48,6 +57,7 @@ __all__ = [
     "EmptySplitError",
     "MissingProgram",
     "ParsedResponse",
+    "ResponseProtocol",
     "StepOutcome",
     "TaskSource",
     "UnicodeText",
