@@ -688,7 +688,9 @@ def cmd_diagnose_grouping(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve one id as an OpenEnv environment server until interrupted."""
     if not 1 <= args.port <= 65535 or args.max_sessions < 1:
-        raise UsageError(f"--port must be in [1, 65535] and --max-sessions >= 1, got {args.port}, {args.max_sessions}")
+        raise UsageError(
+            f"--port must be in [1, 65535] and --max-sessions >= 1, got {args.port}, {args.max_sessions}"
+        )
     env_id = resolve_env_id(args.env_id)
     kwargs = parse_env_kwargs(args.env_kwarg, args.split)
     make_env(env_id, kwargs).close()
@@ -803,7 +805,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
-        "--max-sessions", type=int, default=128, help="concurrent WebSocket sessions, one env each (default 128)"
+        "--max-sessions",
+        type=int,
+        default=128,
+        help="concurrent WebSocket sessions, one env each (default 128)",
     )
     env_options(serve)
 

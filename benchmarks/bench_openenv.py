@@ -57,7 +57,9 @@ def expert_turns(env_id: str, seed: int) -> dict[str, Any]:
         observation, reward, terminated, truncated, info = env.step(response)
         step_ms.append((time.perf_counter() - start) * 1000)
         done = terminated or truncated
-        turns.append({"response": response, "text": observation, "reward": reward, "done": done, "info": info})
+        turns.append(
+            {"response": response, "text": observation, "reward": reward, "done": done, "info": info}
+        )
     env.close()
     return {"seed": seed, "turns": turns, "step_ms": step_ms, "reset_ms": reset_ms}
 
@@ -66,7 +68,9 @@ def wire_info(info: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps({key: value for key, value in info.items() if key != "privileged"}))
 
 
-async def play(client: Any, episodes: list[dict[str, Any]], progress: Any, task: Any, stats: dict[str, list]) -> None:
+async def play(
+    client: Any, episodes: list[dict[str, Any]], progress: Any, task: Any, stats: dict[str, list]
+) -> None:
     """One session's episodes one after another, every reply checked against gym.make's."""
     for episode in episodes:
         try:
@@ -108,19 +112,22 @@ async def load(url: str, per_session: list[list[dict[str, Any]]], progress: Any,
     return stats
 
 
-def percentiles(values: list[float]) -> str:
+def percentiles(values: list[float]) -> list[str]:
     if not values:
-        return "- | -"
-    return f"{np.percentile(values, 50):.2f} | {np.percentile(values, 99):.2f}"
+        return ["-", "-"]
+    return [f"{np.percentile(values, 50):.2f}", f"{np.percentile(values, 99):.2f}"]
+
+
+COLUMNS = ["path", "sessions", "episodes", "steps", "errors", "step p50 ms", "step p99 ms", "reset p50 ms"]
+COLUMNS += ["reset p99 ms", "steps/s, resets included"]
 
 
 def row(path: str, sessions: int, episodes: int, stats: dict[str, Any]) -> str:
     steps = len(stats["step_ms"])
     rate = f"{steps / stats['seconds']:.0f}" if stats.get("seconds") else "-"
-    return (
-        f"| {path} | {sessions} | {episodes} | {steps} | {len(stats['errors'])} | {percentiles(stats['step_ms'])} "
-        f"| {percentiles(stats['reset_ms'])} | {rate} |"
-    )
+    cells = [path, sessions, episodes, steps, len(stats["errors"])]
+    cells += [*percentiles(stats["step_ms"]), *percentiles(stats["reset_ms"]), rate]
+    return "| " + " | ".join(map(str, cells)) + " |"
 
 
 def bench(env_id: str, sessions: int, episodes_each: int, progress: Progress) -> list[str]:
@@ -151,9 +158,8 @@ def bench(env_id: str, sessions: int, episodes_each: int, progress: Progress) ->
     lines = [
         f"{env_id}: {sessions} concurrent sessions x {episodes_each} expert episodes, "
         f"openenv-core {version('openenv-core')} client and server",
-        "| path | sessions | episodes | steps | errors | step p50 ms | step p99 ms | reset p50 ms | reset p99 ms "
-        "| steps/s, resets included |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
         row("gym.make in-process", 1, len(played), in_process),
         row("agentenvs serve, 1 session", 1, episodes_each, alone),
         row(f"agentenvs serve, {sessions} sessions", sessions, len(played), concurrent),

@@ -8,7 +8,9 @@ import math
 import gymnasium as gym
 import pytest
 
-skyrl_gym = pytest.importorskip("skyrl_gym", reason="skyrl-gym is in the test extra (pip install -e '.[test]')")
+skyrl_gym = pytest.importorskip(
+    "skyrl_gym", reason="skyrl-gym is in the test extra (pip install -e '.[test]')"
+)
 from omegaconf import DictConfig  # noqa: E402  (skyrl-gym's own dependency)
 from skyrl_gym.metrics import aggregate_for_environment  # noqa: E402
 

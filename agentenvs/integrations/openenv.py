@@ -11,7 +11,7 @@ it, e.g. openenv-core's::
     from openenv.core import GenericEnvClient
 
     with GenericEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
-        result = env.reset(seed=7)                       # result.observation["text"], ["instructions"], ["info"]
+        result = env.reset(seed=7)  # result.observation["text"], ["instructions"], ["info"]
         result = env.step({"response": "<action>up</action>"})  # result.reward, result.done
 
 ==============================  =========================================================
@@ -155,7 +155,9 @@ def _check_identifier(name: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_CHARS:
-        raise RefusedRequest(f"{name} must be a string of 1 to {MAX_ID_CHARS} characters, got {_shown(value)}")
+        raise RefusedRequest(
+            f"{name} must be a string of 1 to {MAX_ID_CHARS} characters, got {_shown(value)}"
+        )
     return value
 
 
@@ -186,7 +188,8 @@ class AgentenvsEnvironment(Environment):
         """``env.reset(seed=seed)``, or the task ``task_id``; the observation carries the instructions."""
         if unknown:
             raise RefusedRequest(
-                f"unknown reset field(s) {sorted(map(_shown, unknown))}; a reset takes seed, task_id, episode_id"
+                f"unknown reset field(s) {sorted(map(_shown, unknown))}; "
+                "a reset takes seed, task_id, episode_id"
             )
         seed = check_seed(seed)
         task_id = _check_identifier("task_id", task_id)
@@ -202,7 +205,9 @@ class AgentenvsEnvironment(Environment):
         self._episodes += 1
         return self._observation(observation, info, reward=None, instructions=self.instructions)
 
-    def step(self, action: AgentenvsAction, timeout_s: float | None = None, **kwargs: Any) -> AgentenvsObservation:
+    def step(
+        self, action: AgentenvsAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> AgentenvsObservation:
         """``env.step(action.response)``: one turn."""
         if not self._in_episode:
             raise RefusedRequest(
@@ -249,14 +254,16 @@ class AgentenvsEnvironment(Environment):
         )
 
     def get_metadata(self) -> EnvironmentMetadata:
-        return EnvironmentMetadata(name=self.env_id, description=self.instructions, version=agentenvs.__version__)
+        return EnvironmentMetadata(
+            name=self.env_id, description=self.instructions, version=agentenvs.__version__
+        )
 
     def close(self) -> None:
         self.env.close()
 
 
 def _first_unsafe_part(message: Any) -> str | None:
-    """Why a parsed message is refused (nesting, lone surrogates), or None; iterative, so any depth is safe."""
+    """Why a parsed message is refused (nesting, lone surrogates), or None; iterative at any depth."""
     pending: list[tuple[Any, int]] = [(message, 1)]
     while pending:
         value, depth = pending.pop()
@@ -289,7 +296,9 @@ class WireGuard:
     OpenEnv's session ends with that close and lets the error out to the log.
     """
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_message_bytes: int) -> None:
+    def __init__(
+        self, app: Callable[[Scope, Receive, Send], Awaitable[None]], max_message_bytes: int
+    ) -> None:
         self.app = app
         self.max_message_bytes = max_message_bytes
         self.refusals: Counter[str] = Counter()
@@ -317,7 +326,10 @@ class WireGuard:
         except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity, integers over Python's digit limit
             return WSErrorCode.INVALID_JSON, f"Invalid JSON: {exc}"
         if not isinstance(message, dict):
-            return WSErrorCode.VALIDATION_ERROR, f"a message must be a JSON object, got {type(message).__name__}"
+            return (
+                WSErrorCode.VALIDATION_ERROR,
+                f"a message must be a JSON object, got {type(message).__name__}",
+            )
         unsafe = _first_unsafe_part(message)
         return None if unsafe is None else (WSErrorCode.VALIDATION_ERROR, unsafe)
 
@@ -332,7 +344,10 @@ class WireGuard:
                 if event["type"] != "websocket.receive":
                     return event
                 if event.get("bytes") is not None:
-                    refusal = (WSErrorCode.VALIDATION_ERROR, "binary frames are refused: send JSON text frames")
+                    refusal = (
+                        WSErrorCode.VALIDATION_ERROR,
+                        "binary frames are refused: send JSON text frames",
+                    )
                 else:
                     refusal = self._refusal(event.get("text") or "")
                 if refusal is None:
@@ -380,7 +395,10 @@ class WireGuard:
             status, code, reason = refusal
             self._count(code, reason)
             payload = json.dumps({"detail": reason}).encode()
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ]
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
             return
@@ -415,7 +433,9 @@ def build_app(
         raise ValueError(f"max_message_bytes must be in [1, {WS_FRAME_LIMIT}], got {max_message_bytes}")
     AgentenvsEnvironment(env_id, env_kwargs).close()
     factory = functools.partial(AgentenvsEnvironment, env_id, dict(env_kwargs or {}))
-    app: FastAPI = create_fastapi_app(factory, AgentenvsAction, AgentenvsObservation, max_concurrent_envs=max_sessions)
+    app: FastAPI = create_fastapi_app(
+        factory, AgentenvsAction, AgentenvsObservation, max_concurrent_envs=max_sessions
+    )
     app.add_exception_handler(RefusedRequest, _refused_request)
     return WireGuard(app, max_message_bytes)
 

@@ -7,7 +7,8 @@ which task::
     import skyrl_gym
     import agentenvs.integrations.skyrl_gym  # registers "agentenvs"
 
-    env = skyrl_gym.make("agentenvs", env_config={}, extras={"extra_info": {"env_id": "agentenvs/Sokoban-v0", "seed": 7}})
+    row = {"extra_info": {"env_id": "agentenvs/Sokoban-v0", "seed": 7}}
+    env = skyrl_gym.make("agentenvs", env_config={}, extras=row)
     conversation, _ = env.init([])        # system: instructions, user: first observation
     out = env.step("<action>up</action>")  # out["observations"], out["reward"], out["done"], out["metadata"]
 
@@ -58,7 +59,9 @@ from agentenvs.core.prompting import chat_messages
 ENV_CLASS = "agentenvs"
 
 
-def _episode_settings(env_config: Mapping[str, Any] | None, extras: Mapping[str, Any] | None) -> dict[str, Any]:
+def _episode_settings(
+    env_config: Mapping[str, Any] | None, extras: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The env id, task and kwargs of one episode: the row's ``extra_info`` over the ``env_config``."""
     if isinstance(env_config, DictConfig):  # what SkyRL's generator passes (``skyrl_gym_cfg.agentenvs``)
         env_config = OmegaConf.to_container(env_config, resolve=True)
@@ -168,7 +171,9 @@ def dataset_rows(
             prompt, _ = env.init([])
         finally:
             env.close()
-        rows.append({"data_source": env_id, "prompt": prompt, "env_class": ENV_CLASS, "extra_info": extra_info})
+        rows.append(
+            {"data_source": env_id, "prompt": prompt, "env_class": ENV_CLASS, "extra_info": extra_info}
+        )
     return rows
 
 
