@@ -17,6 +17,8 @@ module                      what it holds
 ``experiments``             the CPU learning experiment (GRPO vs GiGPO)
 ==========================  ===================================================
 
-agentenvs never imports this package; it needs the ``train`` extra (torch,
-transformers, pyyaml; matplotlib for plots).
+May import: ``agentenvs.core``, ``agentenvs.vector`` and
+``agentenvs.diagnostics`` (the envs through ``gym.make``; no module here
+names a family). agentenvs never imports this package; it needs the
+``train`` extra (torch, transformers, pyyaml; matplotlib for plots).
 """

@@ -1,4 +1,14 @@
-"""What every env family shares: the env contract, action protocol, keys, tasks."""
+"""What every env family shares: the env contract, action protocol, keys, tasks.
+
+Every family, agent, evaluator and trainer builds on this package: the env
+contract (``env``), the action protocol (``protocol``), keys and derived
+randomness (``keys``), task sources (``tasks``), spaces, chat clients, judges,
+the prompt pieces every harness shares (``prompting``) and the registry
+(``registration``).
+
+May import: nothing (third-party libraries only), so that anything may
+import it without a cycle.
+"""
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
