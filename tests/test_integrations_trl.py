@@ -129,3 +129,49 @@ def test_recorded_episodes_replay_identically_through_gym_make(trained):
         assert replay(episode) == episode
         ended = episode.terminated or episode.truncated or episode.out_of_tokens
         assert ended and len(episode.state_keys) == len(episode.responses) + 1
+
+
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<eos>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        # turns closed by "\n" only: the next user turn and the assistant header follow the reply
+        (CHAT_TEMPLATE, "<|user|>\n#P_O#\n<|assistant|>\n"),
+        # turns closed by EOS (ChatML): the reply's own EOS closes it, the template's "\n" after it comes next
+        (CHATML, "\n<|im_start|>user\n#P_O#<eos>\n<|im_start|>assistant\n"),
+    ],
+)
+def test_the_tokens_between_two_replies_are_the_templates_user_turn(template, expected):
+    from agentenvs.integrations.trl import _turn_suffix_ids
+
+    tokenizer = bpe_tokenizer(["#P_O#", "<|im_start|>user assistant <|user|> <|assistant|>"], vocab_size=200)
+    tokenizer.chat_template = template
+    suffix = _turn_suffix_ids(tokenizer, {"role": "user", "content": "#P_O#"}, {})
+    assert tokenizer.decode(suffix) == expected
+
+
+def test_seeds_must_be_ints_and_not_empty():
+    with pytest.raises(TypeError, match="ints"):
+        GRPOEnvironment(ENV_ID, seeds=[0, 1.0])
+    with pytest.raises(TypeError, match="ints"):
+        GRPOEnvironment(ENV_ID, seeds=[True])
+    with pytest.raises(ValueError, match="empty"):
+        GRPOEnvironment(ENV_ID, seeds=[])
+
+
+def test_one_dataset_row_per_seed_and_a_foreign_prompt_is_refused():
+    environment = GRPOEnvironment(ENV_ID, seeds=[3, 3, 5])
+    rows = environment.train_dataset()
+    assert len(rows) == 3 and rows[0]["prompt"] == rows[1]["prompt"] != rows[2]["prompt"]
+    env = gym.make(ENV_ID)
+    observation, info = env.reset(seed=5)
+    assert rows[2]["prompt"][0] == {"role": "system", "content": env.unwrapped.instructions}
+    assert observation in rows[2]["prompt"][1]["content"] and "privileged" not in str(rows[2]["prompt"])
+    foreign = [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]
+    with pytest.raises(ValueError, match="did not build"):  # refused before any trainer is asked to generate
+        environment([rows[0]["prompt"], foreign], trainer=None)

@@ -209,12 +209,16 @@ class GRPOEnvironment:
     # ------------------------------------------------------------------ the rollout
     def __call__(self, prompts: Sequence[Sequence[Mapping[str, Any]]], trainer: Any) -> dict[str, Any]:
         """Play one episode per prompt with the trainer's model (TRL's ``rollout_func`` contract)."""
+        seeds = [self._seed_of_prompt(prompt) for prompt in prompts]
         tokenizer = trainer.processing_class
         template_kwargs = dict(getattr(trainer, "chat_template_kwargs", None) or {})
         budget = int(trainer.max_completion_length)
         while len(self._envs) < len(prompts):
             self._envs.append(self._make_env())
-        rollouts = [self._start(prompt, env, tokenizer, template_kwargs) for prompt, env in zip(prompts, self._envs)]
+        rollouts = [
+            self._start(prompt, seed, env, tokenizer, template_kwargs)
+            for prompt, seed, env in zip(prompts, seeds, self._envs)
+        ]
         while True:
             active = [rollout for rollout in rollouts if not rollout.done]
             if not active:
@@ -238,15 +242,22 @@ class GRPOEnvironment:
             "agentenvs_returns": [self._component_returns(rollout) for rollout in rollouts],
         }
 
-    def _start(
-        self, prompt: Sequence[Mapping[str, Any]], env: gym.Env, tokenizer: Any, template_kwargs: dict[str, Any]
-    ) -> _Rollout:
-        key = _prompt_key(prompt)
-        if key not in self._seed_of:
+    def _seed_of_prompt(self, prompt: Sequence[Mapping[str, Any]]) -> int:
+        known = self._seed_of.get(_prompt_key(prompt))
+        if known is None:
             raise ValueError("a prompt the rollout did not build reached it: train on GRPOEnvironment's own dataset")
-        seed, _ = self._seed_of[key]
+        return known[0]
+
+    def _start(
+        self,
+        prompt: Sequence[Mapping[str, Any]],
+        seed: int,
+        env: gym.Env,
+        tokenizer: Any,
+        template_kwargs: dict[str, Any],
+    ) -> _Rollout:
         observation, info = env.reset(seed=seed)
-        if _prompt_key(chat_messages(self.instructions, observation, info)) != key:
+        if _prompt_key(chat_messages(self.instructions, observation, info)) != _prompt_key(prompt):
             raise RuntimeError(f"{self.env_id} reset(seed={seed}) no longer gives the prompt it gave before")
         prompt_ids = list(
             tokenizer.apply_chat_template(
