@@ -38,7 +38,7 @@ def bare_moves_only(tokenizer) -> dict:
     """Generation settings that leave the sampler the moves, the separator and the (favoured) end of text."""
     allowed = {tokenizer.convert_tokens_to_ids(token) for token in [*MOVES, SEPARATOR]} | {tokenizer.eos_token_id}
     return {
-        "bad_words_ids": [[token] for token in range(len(tokenizer)) if token not in allowed],
+        "suppress_tokens": [token for token in range(len(tokenizer)) if token not in allowed],
         "sequence_bias": [[[tokenizer.eos_token_id], 2.0]],
         "max_new_tokens": 8,
     }
