@@ -1,6 +1,12 @@
 """agentenvs: multi-turn Gymnasium environments for training LLM agents with RL.
 
-``import agentenvs`` registers every ``agentenvs/<Name>-v0`` id with gymnasium.
+``import agentenvs`` registers every ``agentenvs/<Name>-v0`` id with gymnasium;
+``ENV_ENTRIES`` and ``ENV_IDS`` are what it registered. The registry itself and
+every query about it (an id's entry, family, expert; main ids; missing extras)
+live in :mod:`agentenvs.core.registration`.
+
+May import: ``agentenvs.core.registration`` only, so that registering imports
+no env and no agent (third-party: gymnasium and what it imports, numpy).
 """
 
 from agentenvs.core.registration import register_all

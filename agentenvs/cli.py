@@ -6,7 +6,7 @@
     agentenvs play ID [--seed S] [--split SPLIT] [--env-kwarg KEY=VALUE ...]
     agentenvs run ID|all|PATTERN --agent random --agent expert [--episodes 20] [--seed 0]
                   [--split test] [--out results.jsonl] [--env-kwarg KEY=VALUE ...]
-    agentenvs replay results.jsonl
+    agentenvs replay results.jsonl [--backend inprocess|subprocess|ray] [--workers N]
     agentenvs check-data ID DATA_DIR [--episodes 10] [--env-kwarg KEY=VALUE ...]
     agentenvs diagnose grouping ID [--agent random|expert] [--episodes 64] [--group-size 8] [--out DIR]
     agentenvs eval ID|all|PATTERN ... --model NAME (--base-url URL [--api-key-env VAR] | --local-model PATH)
@@ -17,10 +17,12 @@
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
 and prints one summary row per pair. ``all`` selects every main id (variants
 such as the per-level ``BabyAI-<Level>`` ids are left to patterns), a shell
-pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is missing are skipped
-with a note. ``--out`` writes one JSON line per episode (see
-:class:`agentenvs.agents.EpisodeRecord`), which ``replay`` re-runs and checks. ``eval`` plays a chat model on a fixed panel and writes a submission bundle
-(see :mod:`agentenvs.agents.evaluate`); rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
+pattern such as ``'BabyAI-*'`` every id it matches; those whose extra is
+missing are skipped with a note. ``--out`` writes one JSON line per episode
+(see :class:`agentenvs.eval.episodes.EpisodeRecord`), which ``replay`` re-runs
+and checks (:mod:`agentenvs.eval.replay`). ``eval`` plays a chat model on a
+fixed panel and writes a submission bundle (see :mod:`agentenvs.eval.evaluate`);
+rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
 (``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
 
 Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
@@ -35,8 +37,7 @@ when the folder cannot be opened at all.
 from __future__ import annotations
 
 import argparse
-import fnmatch
-import importlib
+import dataclasses
 import json
 import os
 import sys
@@ -50,9 +51,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import agentenvs
-from agentenvs.agents import AGENTS, AgentUnavailable, EpisodeRecord, play_episode, replay_episode
+from agentenvs.agents import AGENTS, AgentUnavailable
+from agentenvs.core import registration
 from agentenvs.core.env import MissingProgram
-from agentenvs.core.registration import NAMESPACE
+from agentenvs.core.registration import main_ids, unavailable_reason
+from agentenvs.eval.bundle import BundleError, parse_json
+from agentenvs.eval.episodes import EpisodeRecord, play_episode
 
 QUIT_WORDS = ("quit", "exit")
 
@@ -68,47 +72,19 @@ class _Parser(argparse.ArgumentParser):
 
 # ------------------------------------------------------------------ env access
 def resolve_env_id(name: str) -> str:
-    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``."""
-    for candidate in (name, f"{NAMESPACE}/{name}"):
-        if candidate in gym.registry:
-            return candidate
-    raise UsageError(f"unknown env id {name!r}; `agentenvs list` shows the ids")
+    """A registered id, accepting ``Sokoban-v0`` for ``agentenvs/Sokoban-v0``; a usage error otherwise."""
+    try:
+        return registration.resolve_id(name)
+    except registration.UnknownEnvError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def matching_ids(pattern: str) -> list[str]:
-    """Registered agentenvs ids matching a shell pattern (``*``, ``Sokoban*``, ``agentenvs/BabyAI-Go*``)."""
-    ids = [
-        env_id
-        for env_id in agentenvs.ENV_IDS
-        if fnmatch.fnmatchcase(env_id, pattern) or fnmatch.fnmatchcase(env_id, f"{NAMESPACE}/{pattern}")
-    ]
+    """Registered ids matching a shell pattern; a pattern that matches none is a usage error."""
+    ids = registration.matching_ids(pattern)
     if not ids:
         raise UsageError(f"no registered id matches {pattern!r}; `agentenvs list` shows the ids")
     return ids
-
-
-def main_ids() -> list[str]:
-    """Every registered id that is not a variant of another (``run all``)."""
-    return [entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None]
-
-
-def unavailable_reason(env_id: str) -> str | None:
-    """Why ``env_id``'s code cannot be imported here (a missing extra), or None."""
-    entry_point = gym.spec(env_id).entry_point
-    if not isinstance(entry_point, str):
-        return None
-    module = entry_point.split(":")[0]
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        extra = next((e.extra for e in agentenvs.ENV_ENTRIES if e.env_id == env_id and e.extra), None)
-        hint = (
-            f"needs the {extra} extra (pip install 'agentenvs[{extra}]')" if extra else "cannot be imported"
-        )
-        return f"{hint}: {exc}"
-    except Exception as exc:
-        return f"cannot be imported: {type(exc).__name__}: {exc}"
-    return None
 
 
 def make_env(env_id: str, kwargs: dict[str, Any]) -> gym.Env:
@@ -147,8 +123,8 @@ def _note(console: Console, text: str, style: str | None = None) -> None:
 
 # --------------------------------------------------------------------- list
 def cmd_list(args: argparse.Namespace) -> int:
-    width = max((len(entry.env_id) for entry in agentenvs.ENV_ENTRIES), default=0)
-    for entry in agentenvs.ENV_ENTRIES:
+    width = max((len(entry.env_id) for entry in registration.entries()), default=0)
+    for entry in registration.entries():
         reason = unavailable_reason(entry.env_id)
         note = f"  [{reason.split(':')[0]}]" if reason else ""
         print(f"{entry.env_id:<{width}}  {entry.summary}{note}")
@@ -370,38 +346,37 @@ def _packed(entries: list[str], width: int) -> list[str]:
 
 # ------------------------------------------------------------------- replay
 def cmd_replay(args: argparse.Namespace) -> int:
+    from agentenvs.eval.replay import Replayed, env_key, replay_records
+
     path = Path(args.results)
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
-    records = _read_records(path)
-    envs: dict[str, gym.Env] = {}
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    numbered = _read_records(path)
+    records = [dataclasses.replace(record, env_id=resolve_env_id(record.env_id)) for _, record in numbered]
+    for env_id, _, _ in sorted({env_key(record) for record in records}):
+        reason = unavailable_reason(env_id)
+        if reason is not None:
+            raise UsageError(f"{env_id} {reason}")
     mismatched = 0
     notes = Console(stderr=True)
-    try:
-        with _progress(notes) as progress:
-            task = progress.add_task("replay", total=len(records))
-            for line_number, record in records:
-                key = json.dumps([record.env_id, record.env_kwargs, record.split], sort_keys=True)
-                if key not in envs:
-                    kwargs = dict(record.env_kwargs)
-                    if record.split is not None:
-                        kwargs["split"] = record.split
-                    envs[key] = make_env(resolve_env_id(record.env_id), kwargs)
-                try:
-                    mismatches = replay_episode(envs[key], record)
-                except Exception as exc:
-                    mismatches = [f"replaying raised {type(exc).__name__}: {_one_line(exc)}"]
-                if mismatches:
-                    mismatched += 1
-                    _note(
-                        progress.console,
-                        f"{path.name}:{line_number} {record.env_id} {record.agent} task {record.task_id} "
-                        f"seed {record.seed}: " + "; ".join(mismatches[:4]),
-                    )
-                progress.advance(task)
-    finally:
-        for env in envs.values():
-            env.close()
+    with _progress(notes) as progress:
+        task = progress.add_task("replay", total=len(records))
+
+        def report(index: int, replayed: Replayed) -> None:
+            nonlocal mismatched
+            if not replayed.reproduced:
+                mismatched += 1
+                line_number, record = numbered[index]
+                _note(
+                    progress.console,
+                    f"{path.name}:{line_number} {record.env_id} {record.agent} task {record.task_id} "
+                    f"seed {record.seed}: " + "; ".join(replayed.problems[:4]),
+                )
+            progress.advance(task)
+
+        replay_records(records, backend=args.backend, num_workers=args.workers, on_replayed=report)
     verdict = "all match" if not mismatched else f"{mismatched} mismatched"
     print(f"replayed {len(records)} episodes from {path}: {verdict}")
     return 1 if mismatched else 0
@@ -427,14 +402,16 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
         if not line.strip():
             continue
         try:
-            records.append((line_number, EpisodeRecord.from_json(json.loads(line))))
-        except json.JSONDecodeError as exc:
+            data = parse_json(line)
+        except BundleError as exc:
             if line_number == len(lines):  # the last line, with no newline after it
                 raise UsageError(
                     f"{path}:{line_number} is cut short: the file ends inside a record"
                 ) from None
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
-        except (ValueError, TypeError) as exc:
+        try:
+            records.append((line_number, EpisodeRecord.from_json(data, kind="record")))
+        except BundleError as exc:
             raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
     if not records:
         raise UsageError(f"{path} holds no episode records")
@@ -444,7 +421,7 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
 # --------------------------------------------------------------- check-data
 def cmd_check_data(args: argparse.Namespace) -> int:
     """Load a data folder through the env's official loader, play the expert and the random agent, report."""
-    from agentenvs.agents.data_check import DataFolderError, check_data, takes_data_dir
+    from agentenvs.eval.data_check import DataFolderError, check_data, takes_data_dir
 
     env_id = resolve_env_id(args.env_id)
     reason = unavailable_reason(env_id)
@@ -452,7 +429,7 @@ def cmd_check_data(args: argparse.Namespace) -> int:
         raise UsageError(f"{env_id} {reason}")
     if not takes_data_dir(env_id):
         with_data = sorted(
-            e.env_id for e in agentenvs.ENV_ENTRIES if e.variant_of is None and _has_data_dir(e.env_id)
+            e.env_id for e in registration.entries() if e.variant_of is None and _has_data_dir(e.env_id)
         )
         raise UsageError(f"{env_id} reads no data folder (no data_dir=); these do: {', '.join(with_data)}")
     if not Path(args.data_dir).is_dir():
@@ -482,7 +459,7 @@ def cmd_check_data(args: argparse.Namespace) -> int:
 
 
 def _has_data_dir(env_id: str) -> bool:
-    from agentenvs.agents.data_check import takes_data_dir
+    from agentenvs.eval.data_check import takes_data_dir
 
     try:
         return takes_data_dir(env_id)
@@ -522,10 +499,10 @@ def _print_data_report(report: Any) -> None:
 
 # --------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    from agentenvs.agents.bundle import FEW_EPISODES, BundleError
-    from agentenvs.agents.evaluate import GenerationSettings, run_eval
-    from agentenvs.agents.panel import panel_spec
     from agentenvs.core.chat import ChatError
+    from agentenvs.eval.bundle import FEW_EPISODES
+    from agentenvs.eval.evaluate import GenerationSettings, run_eval
+    from agentenvs.eval.panel import panel_spec
 
     env_ids: list[str] = []
     for name in args.env_ids:
@@ -561,8 +538,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with _progress(notes) as progress:
         task = progress.add_task(f"eval {args.model}", total=None)
 
-        def advance(episode: Any, line: dict[str, Any] | None) -> None:
-            if line is None:
+        def advance(episode: Any, record: EpisodeRecord | None) -> None:
+            if record is None:
                 _note(progress.console, f"crashed: {episode.env_id} task {episode.task_id}", "red")
             progress.advance(task)
 
@@ -577,7 +554,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 endpoint=endpoint,
                 concurrency=args.concurrency,
                 settings=settings,
-                on_start=lambda pending: progress.update(task, total=pending),
+                on_resume=lambda finished: progress.update(
+                    task, description=f"replaying the {finished} episodes in {out}", total=finished
+                ),
+                on_replayed=lambda index, replayed: progress.advance(task),
+                on_start=lambda pending: progress.reset(
+                    task, description=f"eval {args.model}", total=pending
+                ),
                 on_episode=advance,
             )
         except (BundleError, ChatError) as exc:
@@ -738,6 +721,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = command("replay", cmd_replay, "re-run the episodes of a results file and report mismatches")
     replay.add_argument("results", metavar="FILE")
+    replay.add_argument(
+        "--backend",
+        choices=["inprocess", "subprocess", "ray"],
+        default="inprocess",
+        help="where the env copies run (default inprocess; subprocess and ray spread a large file over cores)",
+    )
+    replay.add_argument("--workers", type=int, help="worker processes for subprocess or ray (default: cores)")
 
     check = command(
         "check-data",

@@ -9,9 +9,10 @@ module                      what it holds
 ``policy``                  samplers: transformers ``generate``; vLLM when installed
 ``rollout``                 multi-turn rollouts over ``agentenvs.vector`` groups
 ``metrics``                 per-iteration JSONL metrics and the ``plot`` command
-``trainers.critic_free``    GiGPO / GRPO / RLOO / MT-GRPO
-``trainers.ppo``            MT-PPO / PPO-OR / PPO-MR (value head, token GAE)
-``trainers.sweet_rl``       SWEET-RL (asymmetric critic, DPO actor)
+``trainers``                one ``TrainingRun`` loop, sectioned configs, and one
+                            module per algorithm: ``critic_free`` (GiGPO / GRPO /
+                            RLOO / MT-GRPO), ``ppo`` (MT-PPO / PPO-OR / PPO-MR),
+                            ``sweet_rl`` (SWEET-RL)
 ``verl``                    the same estimators and episodes on verl (multi-GPU)
 ``experiments``             the CPU learning experiment (GRPO vs GiGPO)
 ==========================  ===================================================

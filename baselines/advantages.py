@@ -72,6 +72,9 @@ REFERENCE_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "grpo": {"ddof": 1, "eps": 1e-6, "eps_mode": "add", "singleton": "keep", "episode_over": "steps"},
         "rloo": {"singleton": "keep", "episode_over": "steps"},
         "gigpo": {"ddof": 1, "eps": 1e-6, "eps_mode": "add", "singleton": "keep", "episode_over": "steps"},
+        # GiGPO's anchor=similarity clustering (agentenvs.diagnostics.grouping.similarity_anchor_keys):
+        # build_step_group's are_similar(obs, cluster["rep"]) puts the observation first.
+        "similarity": {"order": "verl-agent"},
     },
     # SiliangZeng/Multi-Turn-RL-Agent (verifiers/trainers/grpo_env_trainer.py, mt_grpo_env_trainer.py):
     # torch.std over the group, std + 1e-4, turn 1 = A^O + coef·A^I.
@@ -96,6 +99,7 @@ DEFAULT_REFERENCE = {
     "grpo_or": "verl-agent",
     "rloo": "verl-agent",
     "gigpo": "verl-agent",
+    "similarity": "verl-agent",
     "mt_grpo": "multi-turn-rl-agent",
     "sweet_critic": "sweet-rl-backend",
     "sweet_actor": "sweet-rl-backend",
@@ -106,7 +110,9 @@ def reference_preset(estimator: str, code: str | None = None) -> dict[str, Any]:
     """Keyword options that make ``estimator`` compute what the released ``code`` computes.
 
     ``estimator`` is ``grpo``, ``grpo_or`` (GRPO on the outcome reward, same options),
-    ``rloo``, ``gigpo``, ``mt_grpo``, ``sweet_critic`` or ``sweet_actor``; ``code``
+    ``rloo``, ``gigpo``, ``similarity`` (GiGPO's similarity anchors: options of
+    :func:`agentenvs.diagnostics.grouping.similarity_anchor_keys`), ``mt_grpo``,
+    ``sweet_critic`` or ``sweet_actor``; ``code``
     is a key of :data:`REFERENCE_PRESETS` (default: :data:`DEFAULT_REFERENCE`).
     """
     code = code or DEFAULT_REFERENCE.get(estimator)
@@ -142,11 +148,32 @@ def estimator_options(
     options = {
         name: settings[name] for name in ESTIMATOR_OPTIONS[estimator] if settings.get(name) is not None
     }
+    return options | preset_options(estimator, preset, code)
+
+
+def preset_options(estimator: str, preset: str, code: str | None) -> dict[str, Any]:
+    """Nothing for ``preset="paper"``, :func:`reference_preset` for ``"reference"``."""
     if preset == "reference":
-        options.update(reference_preset(estimator, code or None))
-    elif preset != "paper":
+        return reference_preset(estimator, code or None)
+    if preset != "paper":
         raise ValueError(f"preset must be 'paper' or 'reference', got {preset!r}")
-    return options
+    return {}
+
+
+def similarity_options(settings: Any, *, preset: str = "paper", code: str | None = None) -> dict[str, Any]:
+    """Keyword options of ``similarity_anchor_keys`` from a trainer's settings (a mapping).
+
+    ``threshold`` is ``settings["similarity_threshold"]`` and ``order`` is
+    ``settings["similarity_order"]`` (each when set); ``preset="reference"``
+    puts :func:`reference_preset` ``("similarity", code)``'s order on top:
+    verl-agent's ``SequenceMatcher(None, obs, representative)``.
+    """
+    options = {
+        name: settings[key]
+        for name, key in (("threshold", "similarity_threshold"), ("order", "similarity_order"))
+        if settings.get(key) is not None
+    }
+    return options | preset_options("similarity", preset, code)
 
 
 def _group_indices(group_ids: Sequence[Hashable]) -> dict[Hashable, list[int]]:
@@ -347,7 +374,9 @@ def gigpo_advantages(
     ``episode_over="steps"`` (episode statistics over step rows),
     ``ddof=1`` and ``eps_mode="add"`` in both parts, ``singleton="keep"`` in
     the episode part (a one-sample group gives R/(1+eps)); its step part
-    gives a singleton anchor group 0 like the paper.
+    gives a singleton anchor group 0 like the paper. Its similarity anchors
+    compare ``(obs, representative)``: :func:`similarity_options` with
+    ``preset="reference"``.
     """
     count = len(step_rewards)
     if len(anchor_keys) != count or len(group_ids) != count:

@@ -36,6 +36,7 @@ from agentenvs.alfworld.generator import game_file, generate_game
 from agentenvs.alfworld.reference import ReferenceGame, reference_available
 from agentenvs.alfworld.world import AlfredWorld
 from agentenvs.core import derive_rng
+from agentenvs.core.registration import make_expert
 
 
 def rss_mib() -> float:
@@ -146,7 +147,7 @@ def grouping(tasks: int, rollouts: int = 8) -> dict[str, tuple[int, int, int, in
             for rollout in range(rollouts if policy == "random" else 1):
                 rng = derive_rng("bench-alfworld-groups", task, rollout)
                 obs, info = env.reset(seed=task)
-                expert = env.expert()
+                expert = make_expert(env)
                 done = False
                 while not done:
                     key = (info["task_id"], info["obs_key"])

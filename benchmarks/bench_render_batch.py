@@ -23,8 +23,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from agentenvs.colbench.pages import generate_page
-from agentenvs.colbench.render import PageRenderer
+from agentenvs.colbench.frontend.render import PageRenderer
+from agentenvs.colbench.frontend.tasks import generate_page
 
 
 def threaded_renders(renderer: PageRenderer, htmls: list[str]) -> list[bytes]:
@@ -99,7 +99,7 @@ def main() -> None:
 
 
 def _pixels(png: bytes) -> bytes:
-    from agentenvs.colbench.render import decode_png
+    from agentenvs.colbench.frontend.render import decode_png
 
     return decode_png(png).tobytes()
 

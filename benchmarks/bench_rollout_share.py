@@ -50,7 +50,7 @@ import gymnasium as gym
 
 import agentenvs
 from agentenvs.core.env import MissingProgram
-from leaderboard.cli import available_main_ids
+from agentenvs.core.registration import available_main_ids, make_expert
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def play_batch(env_id: str, groups: int, group_size: int, batch_turns: int) -> B
                 start = clock()
                 observations[i], infos[i] = env.reset(seed=seed)
                 env_seconds += clock() - start
-                experts[i] = env.unwrapped.expert()
+                experts[i] = make_expert(env)
                 needs_reset[i] = False
                 resets += 1
                 if i % group_size == group_size - 1:

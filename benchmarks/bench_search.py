@@ -42,6 +42,7 @@ from rich.table import Table
 
 from agentenvs.search.data import builtin_retriever
 from agentenvs.search.env import SearchEnv
+from agentenvs.search.expert import SearchExpert
 from agentenvs.search.questions import STYLES
 
 
@@ -58,7 +59,7 @@ def expert_episodes(env: SearchEnv, episodes: int) -> list[Episode]:
     played = []
     for seed in range(episodes):
         obs, info = env.reset(seed=seed)
-        expert = env.expert()
+        expert = SearchExpert(env)
         responses, done = [], False
         while not done:
             responses.append(expert.act(obs, info))

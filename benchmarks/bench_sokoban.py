@@ -31,6 +31,7 @@ from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import derive_rng
+from agentenvs.core.registration import make_expert
 from agentenvs.sokoban.generator import GeneratorConfig, format_task_id, load_task
 from agentenvs.sokoban.reference import load_reference
 from agentenvs.sokoban.room import DIRECTIONS, move
@@ -47,7 +48,7 @@ def play(env_id: str, agent: str, turns: int, **kwargs) -> tuple[float, float]:
     env = gym.make(env_id, **kwargs)
     base = env.unwrapped
     rng = derive_rng("bench_sokoban", env_id, agent)
-    expert = base.expert()
+    expert = make_expert(env)
     seed = 0
     obs, info = env.reset(seed=seed)
     elapsed, steps = 0.0, 0

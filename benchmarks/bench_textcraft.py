@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
-from agentenvs.textcraft.expert import plan_commands
+from agentenvs.textcraft.planning import plan_commands
 from agentenvs.textcraft.recipes import default_recipes_dir, load_recipe_book
 from agentenvs.textcraft.tasks import textcraft_tasks
 from agentenvs.textcraft.world import CraftingWorld

@@ -39,6 +39,7 @@ WORKER = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
 from agentenvs.webshop.env import WebShopEnv
+from agentenvs.webshop.expert import WebShopExpert
 env = WebShopEnv(split="test", num_products=int(sys.argv[1]), cache_dir=sys.argv[2] or None)
 obs, info = env.reset(seed=0)
 load_s = time.perf_counter() - t0
@@ -72,7 +73,7 @@ index.scorer.cache_size = cache_size
 turns, t = 0, time.perf_counter()
 for seed in range(int(sys.argv[4])):
     obs, info = env.reset(seed=seed)
-    expert, done = env.expert(), False
+    expert, done = WebShopExpert(env), False
     while not done:
         obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
         turns += 1

@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import collections
 import hmac
-import json
 import logging
-import math
 import queue
 import threading
 import time
@@ -47,7 +45,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from agentenvs.agents.bundle import MAX_INTEGER, BundleError, validate
+from agentenvs.eval.bundle import MAX_INTEGER, BundleError, parse_json, validate
 from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
 from leaderboard.store import Store, utc_now
 from leaderboard.verify import verify_submission
@@ -140,17 +138,6 @@ class VerificationWorker:
             self.store.reject(submission_id, f"verification failed on the board: {type(exc).__name__}: {exc}")
 
 
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e999 parses as infinity in Python, which no JSON number means
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
-
-
 # how far a submitter's clock may run ahead of the board's before ``created`` counts as the future
 CLOCK_SKEW_S = 3600.0
 SubmissionId = Path(ge=1, le=MAX_INTEGER, description="a submission id")
@@ -220,9 +207,9 @@ def create_app(
             raise HTTPException(429, "too many uploads; try again later")
         body = await bounded_body(request)
         try:
-            document = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise HTTPException(400, f"the body is not JSON: {type(exc).__name__}: {exc}") from None
+            document = parse_json(body)
+        except BundleError as exc:
+            raise HTTPException(400, f"the body is {exc}") from None
         try:
             validate("submission", document)
         except BundleError as exc:

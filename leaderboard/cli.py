@@ -32,18 +32,13 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentenvs.agents.bundle import BundleError, read_bundle
-from agentenvs.agents.panel import PANELS, panel_spec
-from agentenvs.cli import main_ids, unavailable_reason
+from agentenvs.core.registration import available_main_ids
+from agentenvs.eval.bundle import BundleError, read_bundle
+from agentenvs.eval.panel import PANELS, panel_spec
 from leaderboard.pages import board_page, submission_page, submit_page
 from leaderboard.seed import SCRIPTED_AGENTS, scripted_document
 from leaderboard.store import Store
 from leaderboard.verify import verify_submission
-
-
-def available_main_ids() -> list[str]:
-    """Main env ids whose code imports here (their extras are installed)."""
-    return [env_id for env_id in main_ids() if unavailable_reason(env_id) is None]
 
 
 def seed(store: Store, env_ids: Sequence[str], panel: str) -> list[int]:

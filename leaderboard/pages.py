@@ -31,10 +31,10 @@ from html import escape
 from typing import Any
 
 import agentenvs
-from agentenvs.agents.bundle import METADATA_SCHEMA
-from agentenvs.agents.panel import PANELS
+from agentenvs.core.registration import family_of
+from agentenvs.eval.bundle import METADATA_SCHEMA
+from agentenvs.eval.panel import PANELS
 from leaderboard.reported import REPORTED
-from leaderboard.verify import family_of
 
 SORT_SCRIPT = """
 document.querySelectorAll("table.sortable th[data-column]").forEach(function (header) {

@@ -11,10 +11,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentenvs.agents import AgentUnavailable, play_episode
-from agentenvs.agents.bundle import submission_metadata, summarize
-from agentenvs.agents.evaluate import GenerationSettings, recorded_settings
-from agentenvs.agents.panel import PanelSpec, env_panel, make_panel_env
+from agentenvs.agents import AgentUnavailable
+from agentenvs.eval.bundle import submission_metadata, summarize
+from agentenvs.eval.episodes import play_episode
+from agentenvs.eval.evaluate import GenerationSettings, recorded_settings
+from agentenvs.eval.panel import PanelSpec, env_panel, make_panel_env
 
 SCRIPTED_AGENTS = ("random", "expert")
 
@@ -31,19 +32,12 @@ def scripted_document(env_ids: Sequence[str], agent: str, spec: PanelSpec) -> di
             for episode in panel.episodes:
                 started = time.perf_counter()
                 record = play_episode(env, agent, seed=episode.seed, env_id=env_id, env_kwargs={})
+                record.env_s = time.perf_counter() - started  # a scripted agent's time is the env's
                 if record.task_id != episode.task_id:
                     raise RuntimeError(
                         f"{env_id} seed {episode.seed} played task {record.task_id}, not {episode.task_id}"
                     )
-                lines.append(
-                    {
-                        **record.to_json(),
-                        "prompt_tokens": 0,
-                        "completion_tokens": 0,
-                        "model_s": 0.0,
-                        "env_s": time.perf_counter() - started,
-                    }
-                )
+                lines.append(record.to_json())
         except AgentUnavailable:
             continue
         finally:

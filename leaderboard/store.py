@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agentenvs.agents.bundle import utc_now
+from agentenvs.eval.bundle import utc_now
 from leaderboard.verify import Verdict
 
 SCHEMA = """

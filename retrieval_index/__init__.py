@@ -8,6 +8,24 @@ In-process retrieval over a FlashRAG jsonl corpus::
 
 ``python -m retrieval_index build|serve`` builds indexes and serves them over
 HTTP (``retrieval_index.server``); :class:`RemoteRetriever` is the client.
+
+What lives where, each layer importing only from the layers above it:
+
+===============================  ===========================================
+``types``, ``analysis``          passages and the retriever protocol;
+``ranking``                      Lucene's English analysis; ``topk`` checks,
+                                 top-k order, Search-R1's BM25 parameters
+``corpus``, ``encoder``          the passage store; the E5 query/passage
+                                 encoder
+``index_dir``                    an index directory: ``retriever.json`` read,
+                                 checked and written, the paths it records
+                                 (relative, relinked)
+``bm25``, ``dense``, ``lucene``  the backends; none imports another, and
+                                 only ``index_dir`` touches ``retriever.json``
+``loading``                      opens a directory by the kind it records
+``server``, ``ray_serve``,       the HTTP service, its Ray Serve replicas,
+``client``, ``__main__``         its client (``types`` only), the CLI
+===============================  ===========================================
 """
 
 from retrieval_index.bm25 import BM25Retriever

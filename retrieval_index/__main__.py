@@ -107,7 +107,7 @@ def serve(args: argparse.Namespace) -> None:
 
 
 def relink(args: argparse.Namespace) -> None:
-    from retrieval_index.index_paths import relink as record_places
+    from retrieval_index.index_dir import relink as record_places
 
     try:
         meta = record_places(

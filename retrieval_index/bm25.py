@@ -9,14 +9,13 @@ Only passages sharing a word with the query are hits.
 
 An index directory holds ``bm25s``'s files plus ``retriever.json`` (kind,
 parameters, the corpus store it was built from, as a path relative to the
-index directory: see :mod:`retrieval_index.index_paths`);
+index directory: see :mod:`retrieval_index.index_dir`);
 :meth:`BM25Retriever.load` maps the score matrix read-only, so processes
 share its pages.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import Counter, OrderedDict
@@ -27,13 +26,11 @@ from typing import Any
 import numpy as np
 
 from retrieval_index.analysis import ANALYZER_VERSION, analyze_words, stemmer
-from retrieval_index.corpus import Corpus, is_store
-from retrieval_index.index_paths import META, missing, recorded_path, relative_to_index
-from retrieval_index.ranking import top_k
+from retrieval_index.corpus import Corpus
+from retrieval_index.index_dir import begin_build, open_corpus_of, read_meta, relative_to_index, write_meta
+from retrieval_index.ranking import SEARCH_R1_B, SEARCH_R1_K1, top_k, validate_topk
 from retrieval_index.types import RetrievedPassage
 
-SEARCH_R1_K1 = 0.9
-SEARCH_R1_B = 0.4
 INDEX_VERSION = 1
 # a query whose corpus size plus posting list lengths is at most this is scored exhaustively:
 # a few numpy passes over so little cost less than MaxScore's steps per list
@@ -43,37 +40,6 @@ SEED_ROWS = 65536
 # a list is looked up through an array of every document when it is at most this many times as long as
 # the rows looked up (else by binary search)
 DENSE_LOOKUP = 4
-
-
-def validate_topk(topk: int) -> int:
-    if isinstance(topk, bool) or not isinstance(topk, (int, np.integer)) or topk < 1:
-        raise ValueError(f"topk must be a positive integer, got {topk!r}")
-    return int(topk)
-
-
-def read_meta(index_dir: str | os.PathLike, kind: str) -> dict[str, Any]:
-    """The ``retriever.json`` of an index directory, checked to be of ``kind``."""
-    path = Path(index_dir) / META
-    if not path.exists():
-        raise FileNotFoundError(f"{index_dir} is not a retrieval index (no {META}; was the build cut short?)")
-    meta = json.loads(path.read_text())
-    if meta.get("kind") != kind:
-        raise ValueError(f"{index_dir} holds a {meta.get('kind')!r} index, not {kind!r}")
-    return meta
-
-
-def open_corpus_of(
-    index_dir: str | os.PathLike, meta: dict[str, Any], corpus: Corpus | None, num_docs: int
-) -> Corpus:
-    """``corpus``, or the store ``retriever.json`` records (relative to ``index_dir``, or absolute)."""
-    if corpus is None:
-        store = recorded_path(index_dir, meta["corpus"])
-        if not is_store(store):
-            raise missing(index_dir, "corpus", meta["corpus"], "corpus store")
-        corpus = Corpus.open(store)
-    if len(corpus) != num_docs:
-        raise ValueError(f"the index covers {num_docs} passages but the corpus {corpus} holds {len(corpus)}")
-    return corpus
 
 
 def float32_below(value: float) -> np.float32:
@@ -423,9 +389,7 @@ class BM25Retriever:
         )
         if out_dir is None:
             return cls(model, corpus)
-        directory = Path(out_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / META).unlink(missing_ok=True)
+        directory = begin_build(out_dir)
         model.save(str(directory), show_progress=False)
         meta = {
             "kind": "bm25",
@@ -436,7 +400,7 @@ class BM25Retriever:
             "passages": len(corpus),
             "corpus": relative_to_index(directory, corpus.directory),
         }
-        (directory / META).write_text(json.dumps(meta, indent=1) + "\n")
+        write_meta(directory, meta)
         return cls.load(directory, corpus)
 
     @classmethod
@@ -444,8 +408,8 @@ class BM25Retriever:
         """Open a saved index memory-mapped; ``corpus`` defaults to the store it was built from."""
         import bm25s
 
-        meta = read_meta(index_dir, "bm25")
-        if meta.get("version") != INDEX_VERSION or meta.get("analyzer") != ANALYZER_VERSION:
+        meta = read_meta(index_dir, "bm25", version=INDEX_VERSION)
+        if meta.get("analyzer") != ANALYZER_VERSION:
             raise ValueError(f"{index_dir} was built by another version; rebuild it")
         model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False)
         directory = Path(index_dir).resolve()

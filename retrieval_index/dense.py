@@ -12,7 +12,7 @@ An index directory holds ``e5_<factory>.index`` (a plain FAISS file that
 Search-R1's own server reads too; or a path to an existing one, e.g. the
 published wiki-18 ``e5_Flat.index``), the embeddings and ``retriever.json``
 (kind, encoder settings, search parameters, corpus store; every path in it
-relative to the index directory, see :mod:`retrieval_index.index_paths`).
+relative to the index directory, see :mod:`retrieval_index.index_dir`).
 Flat indexes load memory-mapped, so processes serving the same index share
 its pages.
 """
@@ -28,11 +28,18 @@ from typing import Any
 
 import numpy as np
 
-from retrieval_index.bm25 import open_corpus_of, read_meta, validate_topk
 from retrieval_index.corpus import Corpus
 from retrieval_index.encoder import Encoder
-from retrieval_index.index_paths import META, missing, recorded_path, relative_to_index
-from retrieval_index.ranking import top_k
+from retrieval_index.index_dir import (
+    begin_build,
+    missing,
+    open_corpus_of,
+    read_meta,
+    recorded_path,
+    relative_to_index,
+    write_meta,
+)
+from retrieval_index.ranking import top_k, validate_topk
 from retrieval_index.types import RetrievedPassage
 
 INDEX_VERSION = 1
@@ -221,9 +228,7 @@ class DenseRetriever:
         import faiss
 
         encoder = encoder if isinstance(encoder, Encoder) else Encoder(encoder)
-        directory = Path(out_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / META).unlink(missing_ok=True)
+        directory = begin_build(out_dir)
         paths = encode_corpus(
             corpus, encoder, directory / "embeddings", shard_size=shard_size, show_progress=show_progress
         )
@@ -288,7 +293,7 @@ class DenseRetriever:
             "passages": len(corpus),
             "corpus": relative_to_index(directory, corpus.directory),
         }
-        (directory / META).write_text(json.dumps(meta, indent=1) + "\n")
+        write_meta(directory, meta)
         return cls.load(directory, corpus, encoder=encoder)
 
     @classmethod
@@ -297,9 +302,7 @@ class DenseRetriever:
     ) -> DenseRetriever:
         """Open an index directory; the corpus and encoder default to those it was built with."""
         directory = Path(index_dir).resolve()
-        meta = read_meta(directory, "dense")
-        if meta.get("version") != INDEX_VERSION:
-            raise ValueError(f"{index_dir} was built by another version; rebuild it")
+        meta = read_meta(directory, "dense", version=INDEX_VERSION)
         corpus = open_corpus_of(directory, meta, corpus, int(meta["passages"]))
         if encoder is None:
             settings = dict(meta["encoder"])

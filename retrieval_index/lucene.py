@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retrieval_index.bm25 import SEARCH_R1_B, SEARCH_R1_K1, validate_topk
 from retrieval_index.corpus import Corpus
+from retrieval_index.ranking import SEARCH_R1_B, SEARCH_R1_K1, validate_topk
 from retrieval_index.types import Passage, RetrievedPassage
 
 JAVA_VERSION = 21

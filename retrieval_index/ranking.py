@@ -1,8 +1,23 @@
-"""Top-k selection shared by every retriever: best score first, ties to the lower corpus row."""
+"""What every retriever shares in ranking: ``topk`` checked, top-k selection, Search-R1's BM25 parameters.
+
+Top-k is best score first, ties to the lower corpus row. Search-R1's BM25
+(pyserini's Lucene defaults) uses k1 = 0.9, b = 0.4, the defaults of both
+BM25 backends (:mod:`retrieval_index.bm25`, :mod:`retrieval_index.lucene`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
+
+SEARCH_R1_K1 = 0.9
+SEARCH_R1_B = 0.4
+
+
+def validate_topk(topk: int) -> int:
+    """``topk`` as an int; a bool, float, string or anything below 1 is refused with ``ValueError``."""
+    if isinstance(topk, bool) or not isinstance(topk, (int, np.integer)) or topk < 1:
+        raise ValueError(f"topk must be a positive integer, got {topk!r}")
+    return int(topk)
 
 
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

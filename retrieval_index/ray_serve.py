@@ -157,7 +157,7 @@ class RayServer:
         limits: ServerLimits | None = None,
         options: RayServeOptions | None = None,
     ) -> None:
-        from retrieval_index.loading import index_kind
+        from retrieval_index.index_dir import index_kind
         from retrieval_index.server import ServerLimits
 
         index_kind(index_dir)  # a bad directory fails here, before Ray's ~20 s start, not in every replica

@@ -4,20 +4,22 @@
 #   scripts/verl_gigpo.sh ENV_ID MODEL_DIR [verl hydra overrides ...]
 # e.g. scripts/verl_gigpo.sh agentenvs/Sokoban-Verl-v0 /models/Qwen2.5-1.5B-Instruct trainer.n_gpus_per_node=8
 # To reproduce verl-agent's arithmetic: AGENTENVS_PRESET=reference (or +algorithm.agentenvs.preset=reference);
-# any estimator option goes the same way (+algorithm.agentenvs.eps_mode=add, ...).
+# any estimator option goes the same way (+algorithm.agentenvs.eps_mode=add, ...). The overrides target
+# verl's packaged config/ppo_trainer.yaml; algorithm.agentenvs is not in it, hence its "+".
+# DATA (runs/verl_data), TRAIN_TASKS (4096) and VALID_TASKS (128) set the dataset written first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -lt 2 ]; then sed -n 2,5p "$0"; exit 2; fi
 env_id="$1"; model="$2"; shift 2
 data="${DATA:-runs/verl_data}/$(echo "$env_id" | tr '/' '_')"
 mkdir -p "$data"
-python - "$env_id" "$data" <<'PY'
+python - "$env_id" "$data" "${TRAIN_TASKS:-4096}" "${VALID_TASKS:-128}" <<'PY'
 import sys
 import pandas as pd
 from baselines.verl.agent_loop import task_rows
-env_id, out = sys.argv[1], sys.argv[2]
-pd.DataFrame(task_rows(env_id, "train", 4096)).to_parquet(f"{out}/train.parquet")
-pd.DataFrame(task_rows(env_id, "valid", 128)).to_parquet(f"{out}/valid.parquet")
+env_id, out, train, valid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+pd.DataFrame(task_rows(env_id, "train", train)).to_parquet(f"{out}/train.parquet")
+pd.DataFrame(task_rows(env_id, "valid", valid)).to_parquet(f"{out}/valid.parquet")
 PY
 export AGENTENVS_OMEGA="${AGENTENVS_OMEGA:-1.0}" AGENTENVS_ANCHOR="${AGENTENVS_ANCHOR:-obs}"
 exec python -m baselines.verl.main \

@@ -30,15 +30,11 @@ NOISE = [
 ]
 
 
-def family_of(entry: agentenvs.core.EnvEntry) -> str:
-    return entry.entry_point.split(":")[0].rsplit(".", 1)[0]
-
-
 def contract_ids(per_family: int = 3) -> list[str]:
     """Ids the heavy contract tests cover: up to ``per_family`` per env family."""
     chosen: dict[str, list[str]] = defaultdict(list)
     for entry in agentenvs.ENV_ENTRIES:
-        ids = chosen[family_of(entry)]
+        ids = chosen[entry.family]
         if len(ids) < per_family:
             ids.append(entry.env_id)
     return [env_id for ids in chosen.values() for env_id in ids]

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from fixtures.counter_env import CounterEnv
+from fixtures.registry import register_for_test
 
 import agentenvs  # noqa: F401  (registers the ids)
-from agentenvs.agents import AgentUnavailable, EpisodeRecord, make_agent, play_episode, replay_episode
-from agentenvs.core import Agent
+from agentenvs.agents import AgentUnavailable, make_agent
+from agentenvs.core import Agent, EnvEntry, registration
+from agentenvs.core.registration import entry_of, load_import_string
+from agentenvs.eval.episodes import EpisodeRecord, play_episode
+from agentenvs.eval.replay import replay_records
+from agentenvs.sokoban.expert import SokobanExpert
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 
@@ -80,24 +85,59 @@ def test_random_agent_without_actions_to_choose_from_says_so() -> None:
         agent.act(observation, info)
 
 
-def test_expert_dispatches_to_the_env_and_solves_sokoban() -> None:
+def test_expert_is_the_one_the_registry_names_and_solves_sokoban() -> None:
     env = gym.make(SOKOBAN, split="test")
     env.reset(seed=0)
     expert = make_agent("expert", env)
     assert isinstance(expert, Agent)
-    assert type(expert) is type(env.unwrapped.expert())
+    assert type(expert) is load_import_string(entry_of(SOKOBAN).expert) is SokobanExpert
     for seed in range(10):
         record = play_episode(env, "expert", seed=seed, env_id=SOKOBAN, env_kwargs={})
         assert record.success is True and record.score == 1.0
 
 
-def test_expert_of_an_env_without_one_is_unavailable() -> None:
-    class NoExpert(CounterEnv):
-        def expert(self) -> Any:
-            return super(CounterEnv, self).expert()
+# The counter fixture as a family of its own, naming its expert and its random policy.
+COUNTER = EnvEntry(
+    name="TestCounter",
+    entry_point="fixtures.counter_env:CounterEnv",
+    summary="count to the target",
+    family="Counter",
+    expert="fixtures.counter_env:CountTowardsTarget",
+    random_policy="fixtures.counter_env:AlwaysIncrement",
+)
 
-    with pytest.raises(AgentUnavailable, match="ships no expert"):
-        make_agent("expert", NoExpert())
+
+@pytest.fixture
+def counter_id(monkeypatch: pytest.MonkeyPatch) -> str:
+    return register_for_test(monkeypatch, COUNTER)
+
+
+def test_a_family_registered_outside_the_package_gets_the_policies_its_entry_names(counter_id: str) -> None:
+    env = gym.make(counter_id, split="test")
+    assert registration.family_of(counter_id) == "Counter"
+    for seed in range(5):
+        assert play_episode(env, "expert", seed=seed, env_id=counter_id, env_kwargs={}).success is True
+    observation, info = env.reset(seed=0)
+    responses = {make_agent("random", env, seed).act(observation, info) for seed in range(8)}
+    assert responses == {"<action>inc</action>"}  # the entry's policy, not the uniform default
+
+
+def test_expert_of_an_entry_without_one_is_unavailable(
+    counter_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without = replace(registration.entry_of(counter_id), expert=None)
+    monkeypatch.setitem(registration.ENTRIES, counter_id, without)
+    with pytest.raises(AgentUnavailable, match="TestCounter-v0 ships no expert"):
+        make_agent("expert", gym.make(counter_id))
+
+
+def test_an_env_built_from_its_class_is_told_how_to_get_an_expert(counter_id: str) -> None:
+    told = r"built from its class.*gym.make\('agentenvs/TestCounter-v0'\)"
+    with pytest.raises(AgentUnavailable, match=told):
+        make_agent("expert", CounterEnv())
+    with pytest.raises(AgentUnavailable, match="register an EnvEntry"):
+        make_agent("expert", SampledCounterEnv())  # a class no entry names
+    assert make_agent("random", CounterEnv(), seed=0).__class__.__name__ == "RandomAgent"  # needs no entry
 
 
 def test_unknown_agent_name() -> None:
@@ -112,11 +152,11 @@ def test_episode_record_round_trip_and_replay() -> None:
     assert record.episode_return == pytest.approx(sum(record.rewards))
     again = EpisodeRecord.from_json(record.to_json())
     assert again == record
-    assert replay_episode(gym.make(SOKOBAN), again) == []
+    assert [replayed.problems for replayed in replay_records([again])] == [[]]
     again.rewards[-1] += 1.0
     again.state_keys[1] = "0" * 32
-    problems = replay_episode(gym.make(SOKOBAN), again)
-    assert any(problem.startswith("turn 1: state key") for problem in problems)
-    assert any(problem.startswith(f"turn {again.turns}: reward") for problem in problems)
-    with pytest.raises(ValueError, match="missing field 'rewards'"):
+    [problems] = [replayed.problems for replayed in replay_records([again])]
+    assert any(problem.startswith("state_keys differ from turn 1: ") for problem in problems)
+    assert any(problem.startswith(f"rewards differ from turn {again.turns - 1}: ") for problem in problems)
+    with pytest.raises(ValueError, match="must contain .*'rewards'"):
         EpisodeRecord.from_json({k: v for k, v in record.to_json().items() if k != "rewards"})

@@ -19,7 +19,7 @@ pytest.importorskip("alfworld", reason="the alfworld extra (its data files) is n
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.alfworld import text
 from agentenvs.alfworld.env import ALFWorldEnv, progress_potential
-from agentenvs.alfworld.expert import ExpertPlanner, goal_targets
+from agentenvs.alfworld.expert import AlfworldExpert, ExpertPlanner
 from agentenvs.alfworld.generator import (
     SPLIT_SIZES,
     TASK_TYPES,
@@ -28,10 +28,12 @@ from agentenvs.alfworld.generator import (
     generate_game,
     load_data,
 )
+from agentenvs.alfworld.goals import goal_targets
 from agentenvs.alfworld.official import OfficialGames, goal_text_of, read_game
 from agentenvs.alfworld.pddl import FactIndex, holds, parse_formula, parse_problem, parse_sexpr
 from agentenvs.alfworld.world import AlfredWorld
 from agentenvs.core import ListTaskSource
+from agentenvs.core.registration import make_expert
 
 HAND_GOAL = "put a hot apple in countertop"
 HAND_PROBLEM = """\
@@ -478,7 +480,7 @@ def test_rewards_outcome_progress_invalid_and_format():
     assert obs == f"Nothing happens.\n{env.action_help()}"
     assert env.action_help() == f"Admissible commands (case-sensitive): {', '.join(env.admissible_actions())}."
     total_progress = 0.0
-    expert = env.expert()
+    expert = AlfworldExpert(env)
     obs, info = env.reset(seed=0)
     done = False
     while not done:
@@ -503,7 +505,7 @@ def test_gym_make_runs_the_expert_to_success():
     env = gym.make("agentenvs/ALFWorld-v0", split="test")
     for seed in range(5):
         obs, info = env.reset(seed=seed)
-        expert = env.unwrapped.expert()
+        expert = make_expert(env)
         done = False
         while not done:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
@@ -516,7 +518,7 @@ def test_a_reused_env_gives_every_task_the_keys_of_a_fresh_env():
 
     def keys_of(env: ALFWorldEnv, seed: int) -> list[str]:
         obs, info = env.reset(seed=seed)
-        expert, keys, done = env.expert(), [info["state_key"]], False
+        expert, keys, done = AlfworldExpert(env), [info["state_key"]], False
         while not done:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             keys.append(info["state_key"])

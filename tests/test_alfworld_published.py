@@ -31,7 +31,7 @@ pytest.importorskip("alfworld", reason="the alfworld extra (its data files) is n
 
 from agentenvs.alfworld import text
 from agentenvs.alfworld.env import ALFWorldEnv
-from agentenvs.alfworld.expert import ExpertPlanner
+from agentenvs.alfworld.expert import AlfworldExpert, ExpertPlanner
 from agentenvs.alfworld.generator import SPLIT_SIZES, game_file, generate_game, load_data
 from agentenvs.alfworld.official import OfficialGames, file_version, read_game
 from agentenvs.alfworld.pddl import PddlError, parse_problem
@@ -537,7 +537,7 @@ def test_loader_reads_both_versions_under_both_folder_names(tmp_path, folder):
     assert obs.endswith(f"Your task is to: {KITCHEN_GOAL}.") and "help" not in info["admissible_actions"]
     obs, *_ = env.step("go to countertop 1")
     assert obs.startswith("You arrive at loc 9. ")
-    expert = env.expert()
+    expert = AlfworldExpert(env)
     done = False
     while not done:
         obs, _, terminated, truncated, info = env.step(expert.act(obs, info))

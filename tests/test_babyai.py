@@ -22,6 +22,7 @@ import agentenvs
 from agentenvs.babyai import LEVELS, MINIGRID_LEVEL_IDS
 from agentenvs.babyai.describe import TEXT_ACTIONS, observation_text, parse_action, view_lines
 from agentenvs.babyai.env import BabyAIEnv
+from agentenvs.babyai.expert import BabyAIExpert
 from agentenvs.babyai.tasks import (
     BOT_FAILING_LEVELS,
     DEFAULT_MIX,
@@ -49,7 +50,7 @@ def quiet_reset(world, seed: int):
 def play_expert(env: BabyAIEnv, task_id: str) -> list[tuple[str, float, dict]]:
     """(response, reward, info) per turn of the expert's episode on ``task_id``."""
     obs, info = env.reset(options={"task_id": task_id})
-    expert = env.expert()
+    expert = BabyAIExpert(env)
     turns = []
     while True:
         response = expert.act(obs, info)
@@ -305,7 +306,7 @@ def test_progress_sums_to_one_over_a_solved_episode(level):
 def test_progress_pays_for_carrying_the_object_to_move_and_takes_it_back():
     env = BabyAIEnv("PutNextLocal")
     obs, info = env.reset(options={"task_id": "PutNextLocal/2"})
-    expert = env.expert()
+    expert = BabyAIExpert(env)
     to_move = env.world.instrs.desc_move.obj_set
     paid = []
     while not any(obj is env.world.carrying for obj in to_move):
@@ -347,7 +348,7 @@ def test_state_key_follows_the_state_not_the_path():
 def test_state_key_covers_the_verifier_progress_of_a_sequence():
     env = BabyAIEnv("PickUpSeqGoToLocal")
     obs, info = env.reset(options={"task_id": "PickUpSeqGoToLocal/4"})
-    expert = env.expert()
+    expert = BabyAIExpert(env)
     while (response := expert.act(obs, info)) != "<action>pick up</action>":
         obs, _, _, _, info = env.step(response)
     before = info
@@ -368,11 +369,11 @@ def test_state_key_covers_what_a_box_hides():
 
 def test_rollouts_identical_in_a_fresh_process():
     code = (
-        "import json, agentenvs.babyai.env as e\n"
+        "import json, agentenvs.babyai.env as e, agentenvs.babyai.expert as ex\n"
         "out = []\n"
         "for task in ('PutNextLocal/4', 'PickUpSeqGoToLocal/4'):\n"
         "    env = e.BabyAIEnv()\n"
-        "    obs, info = env.reset(options={'task_id': task}); x = env.expert()\n"
+        "    obs, info = env.reset(options={'task_id': task}); x = ex.BabyAIExpert(env)\n"
         "    while True:\n"
         "        obs, r, t, u, info = env.step(x.act(obs, info))\n"
         "        out.append([obs, r, info['state_key'], info['obs_key']])\n"
@@ -402,7 +403,7 @@ def expert_successes(env, seeds) -> int:
     solved = 0
     for seed in seeds:
         obs, info = env.reset(seed=seed)
-        expert = env.expert()
+        expert = BabyAIExpert(env)
         while True:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             if terminated or truncated:
@@ -420,7 +421,7 @@ def test_expert_solves_the_default_mix_test_split():
 def test_expert_gives_up_instead_of_hanging_when_the_bot_planner_loops():
     env = BabyAIEnv("UnlockToUnlock")
     obs, info = env.reset(options={"task_id": "UnlockToUnlock/1010003"})  # minigrid's bot loops here
-    expert = env.expert()
+    expert = BabyAIExpert(env)
     responses = set()
     while True:
         response = expert.act(obs, info)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 import random
+from difflib import SequenceMatcher
 
 import numpy as np
 import pytest
 
+from agentenvs.diagnostics.grouping import similarity_anchor_keys
 from baselines.advantages import (
     REFERENCE_PRESETS,
     estimator_options,
@@ -30,6 +32,7 @@ from baselines.advantages import (
     ranked_candidate_pairs,
     reference_preset,
     rloo_advantages,
+    similarity_options,
     sweet_preference_pairs,
 )
 
@@ -300,6 +303,8 @@ def test_every_preset_is_accepted_by_its_estimator():
                 function([1.0, 0.0, 2.0], ["g"] * 3, step_counts=[1, 2, 3], **options)
             elif estimator == "gigpo":
                 gigpo_advantages([[1.0], [0.0]], [["a"], ["a"]], ["g", "g"], **options)
+            elif estimator == "similarity":
+                similarity_anchor_keys([["a b", "a c"]], ["g"], **options)
             elif estimator == "mt_grpo":
                 mt_grpo_advantages([[1.0], [0.0]], [1.0, 0.0], ["g", "g"], **options)
             elif estimator == "sweet_critic":
@@ -347,25 +352,24 @@ def _trajectories():
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        (["estimator=gigpo", "preset=reference", "normalize=none"], ("gigpo", "verl-agent")),
-        (["estimator=grpo", "preset=reference"], ("grpo", "verl-agent")),
+        ({"estimator": "gigpo", "preset": "reference", "normalize": "none"}, ("gigpo", "verl-agent")),
+        ({"estimator": "grpo", "preset": "reference"}, ("grpo", "verl-agent")),
         (
-            ["estimator=grpo_or", "preset=reference", "reference_code=multi-turn-rl-agent"],
+            {"estimator": "grpo_or", "preset": "reference", "reference_code": "multi-turn-rl-agent"},
             ("grpo", "multi-turn-rl-agent"),
         ),
         (
-            ["estimator=mt_grpo", "preset=reference", "reference_code=multi-turn-rl-agent"],
+            {"estimator": "mt_grpo", "preset": "reference", "reference_code": "multi-turn-rl-agent"},
             ("mt_grpo", "multi-turn-rl-agent"),
         ),
-        (["estimator=grpo", "preset=paper", "ddof=1", "eps_mode=add"], ("grpo", None)),
+        ({"estimator": "grpo", "preset": "paper", "ddof": 1, "eps_mode": "add"}, ("grpo", None)),
     ],
 )
 def test_trainer_settings_reach_the_estimators(overrides, expected):
     pytest.importorskip("torch")
-    from baselines.trainers.common import TrainConfig
-    from baselines.trainers.critic_free import turn_advantages
+    from baselines.trainers.critic_free import CriticFreeOptions, turn_advantages
 
-    config = TrainConfig().with_overrides(["gamma=0.5", *overrides])
+    config = CriticFreeOptions(gamma=0.5, **overrides)
     trajectories = _trajectories()
     ours, _ = turn_advantages(config, trajectories)
     estimator, code = expected
@@ -397,18 +401,72 @@ def test_trainer_settings_reach_the_estimators(overrides, expected):
     for mine, theirs in zip(ours, direct):
         np.testing.assert_allclose(mine, theirs)
     paper, _ = turn_advantages(
-        TrainConfig().with_overrides(["gamma=0.5", f"estimator={config.estimator}"]), trajectories
+        CriticFreeOptions(gamma=0.5, estimator=config.estimator), trajectories
     )
     assert any(not np.allclose(a, b) for a, b in zip(paper, ours))
 
 
 def test_sweet_rl_pair_options_follow_the_preset():
     pytest.importorskip("torch")
-    from baselines.trainers.common import TrainConfig
-    from baselines.trainers.sweet_rl import pair_options
+    from baselines.trainers.sweet_rl import SweetRLOptions, pair_options
 
-    critic, actor = pair_options(TrainConfig())
+    critic, actor = pair_options(SweetRLOptions())
     assert critic["mode"] == "best_vs_worse" and actor == {"mode": "ranked", "num_pairs": 4}
-    critic, actor = pair_options(TrainConfig(preset="reference", reference_code="sweet-rl-frontend"))
+    critic, actor = pair_options(SweetRLOptions(preset="reference", reference_code="sweet-rl-frontend"))
     assert critic["mode"] == "all_pairs" and critic["min_margin"] == 0.1
     assert actor == {"mode": "random_halves", "num_pairs": 4}
+
+
+def test_similarity_options_take_the_settings_and_the_reference_order():
+    settings = {"similarity_threshold": 0.9, "similarity_order": "agentenvs", "anchor": "similarity"}
+    assert similarity_options(settings) == {"threshold": 0.9, "order": "agentenvs"}
+    # build_step_group (core_gigpo.py) calls are_similar(obs, cluster["rep"]): the observation first.
+    assert similarity_options(settings, preset="reference") == {"threshold": 0.9, "order": "verl-agent"}
+    assert reference_preset("similarity") == {"order": "verl-agent"}
+    assert similarity_options({}) == {}
+    with pytest.raises(ValueError, match="preset must be"):
+        similarity_options(settings, preset="released")
+    with pytest.raises(ValueError, match="has no similarity"):
+        similarity_options(settings, preset="reference", code="verl")
+
+
+# difflib's junk heuristic applies to its second argument from 200 characters on: with the 201-character
+# observation second, all its common characters are "popular", no match can start, and the ratio is 0;
+# first, the ratio is 0.995.
+SHORT_OBSERVATION = ("The red box is here. " * 10)[:199]
+LONG_OBSERVATION = "> " + SHORT_OBSERVATION
+
+
+@pytest.mark.parametrize(
+    ("overrides", "joined"),
+    [
+        ({}, False),
+        ({"similarity_order": "verl-agent"}, True),
+        ({"preset": "reference"}, True),
+        ({"preset": "reference", "similarity_order": "agentenvs"}, True),
+    ],
+)
+def test_the_similarity_order_setting_reaches_the_anchor_groups(overrides, joined):
+    pytest.importorskip("torch")
+    from baselines.rollout import Trajectory, Turn
+    from baselines.trainers.critic_free import CriticFreeOptions, turn_advantages
+
+    assert SequenceMatcher(None, LONG_OBSERVATION, SHORT_OBSERVATION).ratio() >= 0.95
+    assert SequenceMatcher(None, SHORT_OBSERVATION, LONG_OBSERVATION).ratio() < 0.95
+    trajectories = [
+        Trajectory(0, copy, "t", [Turn("", [], [], "", text, text, text, reward=reward)])
+        for copy, (text, reward) in enumerate([(SHORT_OBSERVATION, 1.0), (LONG_OBSERVATION, 0.0)])
+    ]
+    config = CriticFreeOptions(estimator="gigpo", anchor="similarity", **overrides)
+    ours, _ = turn_advantages(config, trajectories)
+    options = reference_preset("gigpo") if config.preset == "reference" else {}
+    direct = gigpo_advantages(
+        [t.turn_rewards for t in trajectories],
+        [[0], [0 if joined else 1]],
+        [0, 0],
+        gamma=config.gamma,
+        omega=config.omega,
+        **options,
+    ).advantages
+    for mine, theirs in zip(ours, direct, strict=True):
+        np.testing.assert_allclose(mine, theirs)

@@ -15,7 +15,7 @@ from baselines.policy import TransformersPolicy
 from baselines.prompts import HistoryEntry, PromptTemplate, family_of
 from baselines.rollout import PromptEncoder, RolloutEngine
 from baselines.tiny import bpe_tokenizer, random_causal_lm
-from baselines.trainers.common import Sample, collate, sequence_logprobs
+from baselines.trainers.samples import Sample, collate, sequence_logprobs
 
 ENV_ID = "agentenvs/Sokoban-Verl-v0"
 ENV_KWARGS = {"dim_room": (5, 5), "min_solution_length": 3, "max_turns": 4}
@@ -250,18 +250,21 @@ def test_crashed_episodes_are_dropped_counted_and_logged_once(model, tokenizer, 
 
 def test_a_crash_stops_the_rollout_by_default(model, tokenizer):
     from baselines.rollout import EnvCrashed
-    from baselines.trainers.common import TrainConfig, make_engine
+    from baselines.trainers.config import TrainConfig
+    from baselines.trainers.sampler import make_engine
 
     vec, engine = _crashing_engine(model, tokenizer, "stop")
-    assert engine.on_crash == "stop" == TrainConfig().on_crash
+    assert engine.on_crash == "stop" == TrainConfig().sampler.on_crash
     with vec, pytest.raises(EnvCrashed, match="the env broke"):
         engine.collect(seed=7)
-    dropping = make_engine(TrainConfig(on_crash="drop"), vec, engine.policy, tokenizer, engine.template)
+    dropping_config = TrainConfig.from_mapping({"env": {"id": "x"}, "sampler": {"on_crash": "drop"}})
+    dropping = make_engine(dropping_config, vec, engine.policy, tokenizer, engine.template)
     assert dropping.on_crash == "drop"
 
 
 def test_make_sampler_hands_the_stop_id_and_the_action_vocabulary_to_vllm(model, tokenizer, monkeypatch):
-    from baselines.trainers import common
+    from baselines.trainers import sampler
+    from baselines.trainers.config import TrainConfig
 
     made = {}
 
@@ -269,11 +272,15 @@ def test_make_sampler_hands_the_stop_id_and_the_action_vocabulary_to_vllm(model,
         def __init__(self, model_path, **kwargs):
             made.update(kwargs, model_path=model_path)
 
-    monkeypatch.setattr(common, "VLLMPolicy", Recorder)
-    config = common.TrainConfig(
-        sampler="vllm", model="/models/tiny", constrain_to_actions=True, action_words=ACTIONS
+    monkeypatch.setattr(sampler, "VLLMPolicy", Recorder)
+    config = TrainConfig.from_mapping(
+        {
+            "env": {"id": "x"},
+            "sampler": {"backend": "vllm"},
+            "policy": {"model": "/models/tiny", "constrain_to_actions": True, "action_words": ACTIONS},
+        }
     )
-    common.make_sampler(config, model, tokenizer)
+    sampler.make_sampler(config, model, tokenizer)
     assert made["model_path"] == "/models/tiny"
     assert made["eos_token_id"] == tokenizer.eos_token_id
     assert made["allowed_token_ids"] == sorted(tokenizer.convert_tokens_to_ids(w) for w in ACTIONS)

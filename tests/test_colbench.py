@@ -4,21 +4,24 @@ expert's 100%, rewards, state keys, snapshots."""
 from __future__ import annotations
 
 import copy
+import importlib
+import json
 import pickle
 import re
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
 from fixtures.colbench_tasks import write_official
 
 import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.colbench.backend.env import ColBenchEnv
+from agentenvs.colbench.backend.families import FAMILIES, LATE_FEE
+from agentenvs.colbench.backend.sandbox import CallResult, Sandbox, SandboxLimits
+from agentenvs.colbench.backend.scoring import evaluate, strip_fences
+from agentenvs.colbench.backend.tasks import BackendTask, GeneratedTasks, generate_task, run_trusted_reference
 from agentenvs.colbench.collaborators import DONT_KNOW, RuleCollaborator, asked_facts
-from agentenvs.colbench.env import ColBenchEnv
 from agentenvs.colbench.expert import AnswerAtOnce, ColBenchExpert
-from agentenvs.colbench.families import FAMILIES, LATE_FEE
-from agentenvs.colbench.sandbox import CallResult, Sandbox, SandboxLimits
-from agentenvs.colbench.scoring import evaluate, strip_fences
-from agentenvs.colbench.tasks import BackendTask, GeneratedTasks, generate_task, run_trusted_reference
 from agentenvs.core import derive_rng
 
 LIMITS = SandboxLimits(call_seconds=2.0)
@@ -304,7 +307,7 @@ def test_answers_cannot_read_the_official_files(tmp_path):
 
 
 def test_the_env_walks_the_official_folders_once_for_both_its_sandboxes(tmp_path, monkeypatch):
-    import agentenvs.colbench.sandbox as sandbox_module
+    import agentenvs.colbench.backend.sandbox as sandbox_module
 
     root = write_official(tmp_path, {"test": [OFFICIAL_ROW]})
     walked = []
@@ -356,3 +359,74 @@ def test_llm_collaborator_failure_raises_instead_of_scoring():
         env.reset(seed=0)
         with pytest.raises(ChatError):
             env.step("What does one item cost?")
+
+
+def _colbench_imports() -> dict[str, set[str]]:
+    """Every agentenvs.colbench module (dotted name) and the agentenvs.colbench modules it imports."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    found = {}
+    for path in sorted((root / "agentenvs" / "colbench").rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        found[module] = {name for name in imported if name.startswith("agentenvs.colbench")}
+    return found
+
+
+def test_backend_and_frontend_never_import_each_other_and_the_shared_modules_import_neither():
+    imports = _colbench_imports()
+    backend, frontend = "agentenvs.colbench.backend", "agentenvs.colbench.frontend"
+    assert {m for m in imports if m.startswith(backend + ".")} >= {
+        f"{backend}.{name}" for name in ("env", "tasks", "families", "sandbox", "jail", "scoring")
+    }
+    assert {m for m in imports if m.startswith(frontend + ".")} >= {
+        f"{frontend}.{name}" for name in ("env", "tasks", "render")
+    }
+    for module, imported in imports.items():
+        if module.startswith(backend):
+            assert not {n for n in imported if n.startswith(frontend)}, module
+        elif module.startswith(frontend):
+            assert not {n for n in imported if n.startswith(backend)}, module
+        elif module != "agentenvs.colbench":  # the registry names both envs' entry points as strings
+            assert not {n for n in imported if n.startswith((backend, frontend))}, module
+
+
+@pytest.mark.parametrize(
+    "old", ["env", "tasks", "families", "sandbox", "jail", "scoring", "frontend_env", "pages", "render"]
+)
+def test_no_module_is_left_at_an_old_flat_path(old):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"agentenvs.colbench.{old}")
+
+
+@pytest.mark.parametrize(
+    ("line", "a_page_task"),
+    [
+        ("{not json", False),
+        ("[1, 2]", False),
+        ('"a task"', False),
+        ("null", False),
+        ('{"problem_description": "p"}', False),
+        ('{"problem_description": "p", "ground_truth": "g"}', True),  # a backend task needs test_cases
+        ('{"problem_description": "p", "ground_truth": "g", "test_cases": ["f(1)"]}', True),  # not {name: call}
+    ],
+)
+def test_an_official_line_that_is_not_a_task_is_refused_naming_file_and_line(tmp_path, line, a_page_task):
+    from agentenvs.colbench.backend.tasks import OfficialTasks
+    from agentenvs.colbench.frontend.tasks import OfficialPages
+
+    for source, folder in ((OfficialTasks, "backend_tasks"), (OfficialPages, "frontend_tasks")):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        path = tmp_path / folder / "test.jsonl"
+        path.write_text(json.dumps(OFFICIAL_ROW) + "\n\n" + line + "\n", encoding="utf-8")
+        if source is OfficialPages and a_page_task:
+            assert len(source(tmp_path).task_ids("test")) == 2
+            continue
+        with pytest.raises(ValueError, match=re.escape(f"{path}:3: not a ColBench")):
+            source(tmp_path)  # line 3: the blank line 2 counts

@@ -19,9 +19,9 @@ if shutil.which("chromium") is None:
 
 from agentenvs.colbench.collaborators import asked_facts
 from agentenvs.colbench.expert import AnswerAtOnce, ColBenchExpert
-from agentenvs.colbench.frontend_env import ColBenchFrontendEnv
-from agentenvs.colbench.pages import DEFAULT_DESIGN, design_facts, render_page, sample_design
-from agentenvs.colbench.render import PageRenderer, html_of, page_similarity
+from agentenvs.colbench.frontend.env import ColBenchFrontendEnv
+from agentenvs.colbench.frontend.render import PageRenderer, html_of, page_similarity
+from agentenvs.colbench.frontend.tasks import DEFAULT_DESIGN, design_facts, render_page, sample_design
 from agentenvs.core import derive_rng
 
 
@@ -203,7 +203,7 @@ def test_official_frontend_files_load(tmp_path):
 def test_clip_similarity_from_a_local_checkpoint(tmp_path):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("torch")
-    from agentenvs.colbench.render import ClipSimilarity
+    from agentenvs.colbench.frontend.render import ClipSimilarity
 
     vision = {
         "hidden_size": 32,

@@ -29,9 +29,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentenvs
-from agentenvs.colbench.env import ColBenchEnv
-from agentenvs.colbench.jail import THREAD_LIMITS
-from agentenvs.colbench.sandbox import (
+from agentenvs.colbench.backend.env import ColBenchEnv
+from agentenvs.colbench.backend.jail import THREAD_LIMITS
+from agentenvs.colbench.backend.sandbox import (
     Array,
     CallResult,
     Digest,
@@ -355,7 +355,7 @@ def test_an_answer_never_sees_the_calls_still_to_come(patient):
 
 @FILTERED
 def test_an_answer_cannot_read_or_import_the_project_or_other_packages(patient):
-    families = ROOT / "agentenvs" / "colbench" / "families.py"
+    families = ROOT / "agentenvs" / "colbench" / "backend" / "families.py"
     code = (
         "import importlib, os, sys\n"
         f"sys.path[:0] = [{str(ROOT)!r}, {str(Path(pytest.__file__).parents[1])!r}, '/usr/lib/python3/dist-packages']\n"
@@ -382,7 +382,7 @@ def test_regenerating_the_hidden_task_with_the_public_generator_scores_nothing()
     env.reset(seed=0)
     cheat = (  # full marks wherever the project's source can be imported (checked here, outside the jail)
         f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-        "from agentenvs.colbench.tasks import GeneratedTasks\n"
+        "from agentenvs.colbench.backend.tasks import GeneratedTasks\n"
         f"hidden = {{}}\nexec(GeneratedTasks().load({env.task.task_id!r}).reference, hidden)\n"
         f"def {env.task.function}(*args, **kwargs):\n    return hidden[{env.task.function!r}](*args, **kwargs)\n"
     )

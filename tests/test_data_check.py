@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import agentenvs
-from agentenvs.agents.data_check import check_data, spread, takes_data_dir
 from agentenvs.cli import main
+from agentenvs.eval.data_check import check_data, spread, takes_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -60,7 +60,7 @@ def colbench_folder(root: Path) -> Path:
 def colbench_frontend_folder(root: Path) -> Path:
     if shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is not installed")
-    from agentenvs.colbench.pages import DEFAULT_DESIGN, render_page
+    from agentenvs.colbench.frontend.tasks import DEFAULT_DESIGN, render_page
 
     (root / "frontend_tasks").mkdir()
     page = render_page({**DEFAULT_DESIGN, "business": 4})

@@ -177,3 +177,77 @@ def test_every_family_has_results_for_both_agents_and_the_readme_shows_them():
     assert len(episodes) == 1 and f"{episodes.pop()} episodes (4 tasks, groups of 8)" in prose
     quoted = re.findall(r"\d+\.\d%", prose)
     assert quoted and set(quoted) <= set(re.findall(r"\d+\.\d%", table))
+
+
+def verl_agent_step_groups(
+    observations: list[list[str]], group_ids: list[int], threshold: float, observation_first: bool
+) -> set[frozenset[tuple[int, int]]]:
+    """verl-agent's build_step_group with enable_similarity, written out: the batch's step rows in
+    trajectory-then-step order, per index a list of clusters {rep: first member, locs}, each row placed in
+    the first cluster with are_similar(obs, rep) = SequenceMatcher(None, obs, rep).ratio() >= threshold.
+    ``observation_first=False`` swaps the two arguments. Returns the partition of (trajectory, step)."""
+    rows = [(i, t, text) for i, steps in enumerate(observations) for t, text in enumerate(steps)]
+    partition: set[frozenset[tuple[int, int]]] = set()
+    for index in sorted(set(group_ids)):
+        clusters: list[dict] = []
+        for i, t, obs in rows:
+            if group_ids[i] != index:
+                continue
+            for cluster in clusters:
+                pair = (obs, cluster["rep"]) if observation_first else (cluster["rep"], obs)
+                if SequenceMatcher(None, *pair).ratio() >= threshold:
+                    cluster["locs"].append((i, t))
+                    break
+            else:
+                clusters.append({"rep": obs, "locs": [(i, t)]})
+        partition.update(frozenset(cluster["locs"]) for cluster in clusters)
+    return partition
+
+
+def partition_of(keys: list[list[int]]) -> set[frozenset[tuple[int, int]]]:
+    members: dict[int, set[tuple[int, int]]] = {}
+    for i, row in enumerate(keys):
+        for t, key in enumerate(row):
+            members.setdefault(key, set()).add((i, t))
+    return {frozenset(locs) for locs in members.values()}
+
+
+def long_observation_groups(seed: int) -> tuple[list[list[str]], list[int]]:
+    """Two rollout groups of 4 trajectories, 4 steps each; observations of about 170-300 characters built
+    from a few shared rooms with edits, so many pairs sit near the threshold and difflib's junk heuristic
+    (it applies to strings of 200+ characters, on the second argument only) matters."""
+    rng = random.Random(seed)
+    words = ["room", "box", "key", "door", "north", "the", "a", "is", "here", ".", "\n"]
+    rooms = [" ".join(rng.choice(words) for _ in range(rng.randrange(40, 55))) for _ in range(3)]
+
+    def observation() -> str:
+        text = list(rng.choice(rooms))
+        for _ in range(rng.randrange(0, 25)):
+            text.insert(rng.randrange(len(text) + 1), rng.choice("abcde .\n"))
+        return "".join(text)
+
+    observations = [[observation() for _ in range(4)] for _ in range(8)]
+    return observations, [0] * 4 + [1] * 4
+
+
+@pytest.mark.parametrize("threshold", [0.95, 0.9])
+def test_both_similarity_orders_match_verl_agents_arithmetic_on_random_long_groups(threshold):
+    differing = 0
+    for seed in range(20):
+        observations, group_ids = long_observation_groups(seed)
+        reference = similarity_anchor_keys(observations, group_ids, threshold=threshold, order="verl-agent")
+        assert partition_of(reference) == verl_agent_step_groups(observations, group_ids, threshold, True)
+        ours = similarity_anchor_keys(observations, group_ids, threshold=threshold, order="agentenvs")
+        assert partition_of(ours) == verl_agent_step_groups(observations, group_ids, threshold, False)
+        differing += partition_of(reference) != partition_of(ours)
+    assert differing > 0  # the ratio is not symmetric: on these groups the order changes the clusters
+
+
+def test_similarity_order_defaults_to_agentenvs_and_refuses_unknown_orders():
+    observations, group_ids = long_observation_groups(0)
+    assert similarity_anchor_keys(observations, group_ids) == similarity_anchor_keys(
+        observations, group_ids, order="agentenvs"
+    )
+    for bad in ("verl_agent", "", None):
+        with pytest.raises(ValueError, match="order must be one of"):
+            similarity_anchor_keys(observations, group_ids, order=bad)

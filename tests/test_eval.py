@@ -10,11 +10,11 @@ import gymnasium as gym
 import pytest
 from fixtures.openai_server import FakeOpenAIServer
 
-from agentenvs.agents.bundle import BundleError, read_bundle, summarize
-from agentenvs.agents.evaluate import run_eval
-from agentenvs.agents.panel import PANELS, PanelSpec, env_panel
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
+from agentenvs.eval.bundle import BundleError, read_bundle, summarize
+from agentenvs.eval.evaluate import run_eval
+from agentenvs.eval.panel import PANELS, PanelSpec, env_panel
 from leaderboard.verify import verify_submission
 
 ENV_IDS = ["agentenvs/Sokoban-v0", "agentenvs/TextCraft-v0"]

@@ -10,19 +10,19 @@ import gymnasium as gym
 import pytest
 from fixtures.openai_server import FakeOpenAIServer
 
-from agentenvs.agents.bundle import BundleError, read_bundle, wilson_interval
 import agentenvs
-from agentenvs.agents.evaluate import (
+from agentenvs.cli import main
+from agentenvs.core.chat import ChatClient, ChatReply, ContextLengthError
+from agentenvs.core.keys import stable_digest
+from agentenvs.eval.bundle import BundleError, read_bundle, wilson_interval
+from agentenvs.eval.evaluate import (
     ContextOverflow,
     GenerationSettings,
     PromptFitter,
     restore_stop,
     run_eval,
 )
-from agentenvs.agents.panel import PANELS
-from agentenvs.cli import main
-from agentenvs.core.chat import ChatClient, ChatReply, ContextLengthError
-from agentenvs.core.keys import stable_digest
+from agentenvs.eval.panel import PANELS
 from leaderboard.verify import verify_submission
 
 SMOKE = PANELS["smoke"]
@@ -238,7 +238,7 @@ def test_every_env_table_states_the_reply_budget_the_harness_uses(entry_point):
     __import__(module_name)
     env_class = getattr(sys.modules[module_name], class_name)
     table = sys.modules[module_name].__doc__
-    row = re.search(r"^max_tokens +([\d,]+) per turn(.*?)(?=^\S)", table, re.M | re.S)
+    row = re.search(r"^max_tokens +([\d,]+) per turn(.*?)(?=^\S)", table, re.MULTILINE | re.DOTALL)
     assert row, f"{entry_point}: no max_tokens row"
     assert int(row.group(1).replace(",", "")) == env_class.reply_max_tokens
     assert all(f"``{stop}``" in row.group(2) for stop in env_class.reply_stop)

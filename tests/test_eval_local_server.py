@@ -8,11 +8,11 @@ import pytest
 import torch
 from fixtures.app_server import serving
 
-from agentenvs.agents.bundle import read_bundle
 from agentenvs.agents.local import TransformersChat
 from agentenvs.agents.openai_server import create_app as create_model_server
 from agentenvs.cli import main as agentenvs_main
 from agentenvs.core.chat import ChatClient
+from agentenvs.eval.bundle import read_bundle
 from baselines.tiny import bpe_tokenizer, random_causal_lm
 from leaderboard.app import create_app as create_board
 from leaderboard.cli import main as leaderboard_main

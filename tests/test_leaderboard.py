@@ -8,7 +8,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import create_app
 from leaderboard.cli import main
 from leaderboard.seed import scripted_document

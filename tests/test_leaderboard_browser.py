@@ -16,12 +16,12 @@ import pytest
 from fixtures.app_server import serving
 from PIL import Image
 
-from agentenvs.agents.panel import PANELS
+from agentenvs.core.registration import available_main_ids, family_of
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import create_app
-from leaderboard.cli import available_main_ids
 from leaderboard.seed import scripted_document
 from leaderboard.store import Store
-from leaderboard.verify import family_of, verify_submission
+from leaderboard.verify import verify_submission
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium on PATH (Debian's chromium package)")

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from agentenvs.agents.bundle import MAX_INTEGER, BundleError, name_problem, validate
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.bundle import MAX_INTEGER, BundleError, name_problem, validate
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import CLOCK_SKEW_S, Limits, create_app
 from leaderboard.cli import export
 from leaderboard.pages import board_page, size_bucket
@@ -154,7 +154,7 @@ def test_a_partial_panel_is_ranked_only_against_its_own_env_set(app, expert, ran
 
 def test_the_search_ids_are_one_family():
     import agentenvs
-    from leaderboard.verify import family_of
+    from agentenvs.core.registration import family_of
 
     search_ids = [env_id for env_id in agentenvs.ENV_IDS if env_id.startswith("agentenvs/Search")]
     assert len(search_ids) >= 8 and {family_of(env_id) for env_id in search_ids} == {"Search"}

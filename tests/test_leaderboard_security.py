@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 from fastapi.testclient import TestClient
 
-from agentenvs.agents.bundle import summarize
-from agentenvs.agents.panel import PANELS
+from agentenvs.eval.bundle import summarize
+from agentenvs.eval.panel import PANELS
 from leaderboard.app import Limits, create_app
 from leaderboard.pages import board_page, submission_page
 from leaderboard.seed import scripted_document
@@ -196,9 +196,9 @@ def test_hostile_model_names_are_stored_verbatim_and_rendered_inert(app, honest)
 
 
 def test_hostile_responses_replay_and_render_inert(tmp_path):
-    from agentenvs.agents.bundle import read_bundle
-    from agentenvs.agents.evaluate import run_eval
     from agentenvs.core.chat import ChatReply
+    from agentenvs.eval.bundle import read_bundle
+    from agentenvs.eval.evaluate import run_eval
 
     class Hostile:
         def complete(self, messages, **request):

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 import agentenvs
+from agentenvs.core.registration import make_expert
+from agentenvs.search import SETS
 from agentenvs.search import env as search_env
 from agentenvs.search.data import builtin_dir
 from agentenvs.search.env import (
@@ -46,6 +48,11 @@ def make(dataset="hotpotqa", **kwargs) -> SearchEnv:
     return SearchEnv(dataset, corpus_passages=SMALL, **kwargs)
 
 
+def search_id(dataset: str) -> str:
+    """The registered id of one QA set (``"2wiki"`` -> ``agentenvs/Search-2Wiki-v0``)."""
+    return next(f"agentenvs/Search-{name}-v0" for name, set_name, _ in SETS if set_name == dataset)
+
+
 def play_expert(env: SearchEnv, episodes: int) -> tuple[int, int, int]:
     """The expert on test seeds ``0..episodes-1``: episodes solved, gold passages found, gold passages needed.
 
@@ -54,7 +61,7 @@ def play_expert(env: SearchEnv, episodes: int) -> tuple[int, int, int]:
     solved, found, needed = 0, 0, 0
     for seed in range(episodes):
         obs, info = env.reset(seed=seed)
-        expert = env.expert()
+        expert = SearchExpert(env)
         done = False
         while not done:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
@@ -245,7 +252,7 @@ def test_expert_solves_every_style_and_finds_the_evidence(dataset):
     env = make(dataset, split="test")
     size = min(env.task_source.size("test"), 60)
     env.reset(seed=0)
-    assert isinstance(env.expert(), SearchExpert)
+    assert isinstance(make_expert(gym.make(search_id(dataset), corpus_passages=SMALL)), SearchExpert)
     solved, found, needed = play_expert(env, size)
     assert solved / size >= 0.95
     assert found / needed >= 0.9, f"{dataset}: expert searches found {found}/{needed} gold passages"
@@ -319,7 +326,7 @@ def test_flashrag_files_and_a_retrieval_index_folder(tmp_path):
         obs, _, _, _, info = env.step("<think>a</think><search>hamlet author</search>")
         assert obs.startswith("\n\n<information>Doc 1(Title: \"Hamlet\") Hamlet is a tragedy")
         assert info["reward_components"]["retrieval"] == pytest.approx(1.0)  # a golden answer was retrieved
-        expert = env.expert()
+        expert = SearchExpert(env)
         env.reset(seed=1)
         assert expert.queries() == ["what is the capital of france"]
         mix = SearchEnv("hotpotqa", split="test")
@@ -458,7 +465,7 @@ def test_obs_key_is_the_digest_of_every_observation_under_every_preset(preset):
     rng = np.random.default_rng(1)
     for seed in range(20):
         obs, info = env.reset(seed=seed)
-        expert, done = env.expert(), False
+        expert, done = SearchExpert(env), False
         assert info["obs_key"] == text_key(obs)
         while not done:
             action = expert.act(obs, info) if seed % 2 else env.sample_action(rng)

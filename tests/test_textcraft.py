@@ -13,7 +13,8 @@ import pytest
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import derive_rng
-from agentenvs.textcraft.expert import PlanTree, plan_commands
+from agentenvs.core.registration import make_expert
+from agentenvs.textcraft.planning import PlanTree, plan_commands
 from agentenvs.textcraft.recipes import default_recipes_dir, load_recipe_book
 from agentenvs.textcraft.tasks import distractor_pool, textcraft_tasks, tree_lines
 from agentenvs.textcraft.world import CommandFailed, CraftingWorld
@@ -160,7 +161,7 @@ def test_recipes_dir_reads_minecraft_recipe_files(tmp_path):
         "craft 4 stick using 2 planks",
         "craft 4 oak planks using 1 oak logs",
     }
-    _, _, infos = play(env, env.expert(), seed=0)
+    _, _, infos = play(env, make_expert(env), seed=0)
     assert infos[-1]["success"] and len(infos) - 1 == len(info["privileged"]["reference_plan"]) == 5
 
 
@@ -310,7 +311,7 @@ def test_turn_limit_truncates():
 @pytest.mark.parametrize("split", ["test", "valid", "train"])
 def test_expert_solves_every_goal_of_our_splits(split):
     env = make(split)
-    expert = env.expert()
+    expert = make_expert(env)
     for seed in range(env.task_source.size(split)):
         *_, infos = play(env, expert, seed=seed)
         assert infos[-1]["success"], infos[-1]["task_id"]
@@ -321,7 +322,7 @@ def test_expert_solves_every_goal_of_our_splits(split):
 
 def test_expert_solves_adapt_goals_except_netherite_block(book):
     env = make("adapt")
-    expert = env.expert()
+    expert = make_expert(env)
     unsolved = []
     for seed in range(419):
         *_, infos = play(env, expert, seed=seed)
@@ -335,7 +336,7 @@ def test_expert_solves_adapt_goals_except_netherite_block(book):
 def test_expert_replans_from_any_inventory():
     env = make("test")
     agent_rng = derive_rng("textcraft-test", "detour")
-    expert = env.expert()
+    expert = make_expert(env)
     for seed in range(0, 57, 4):
         obs, info = env.reset(seed=seed)
         for _ in range(6):
@@ -520,7 +521,7 @@ def run_differential(seeds, package_env, capsys) -> dict[str, int]:
     ours = make("adapt")
     met = dict.fromkeys(DOCUMENTED_BUGS, 0)
     for seed in seeds:
-        assert compare_episode(ours, package_env, seed, ours.expert()) == []
+        assert compare_episode(ours, package_env, seed, make_expert(ours)) == []
         assert ours.world.goal_crafted or ours.task.goal == "minecraft:netherite_block"
         agents = [RandomCommands(ours, derive_rng("textcraft-differential", seed))]
         agents += [Replay(actions) for actions in invalid_episodes(ours.book, ours.task.goal)]

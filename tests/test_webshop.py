@@ -12,6 +12,7 @@ import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.webshop import pages
 from agentenvs.webshop.catalog import Goal, Product
 from agentenvs.webshop.env import WebShopEnv
+from agentenvs.webshop.expert import WebShopExpert
 from agentenvs.webshop.reward import (
     detect_noun_backend,
     fuzzy_score,
@@ -156,7 +157,7 @@ def test_privileged_holds_the_goal_and_never_reaches_the_observation():
 def test_expert_episode_outcome_score_success_and_progress():
     env = WebShopEnv(split="test", reward_weights={"progress": 1.0})
     obs, info = env.reset(seed=0)
-    expert = env.expert()
+    expert = WebShopExpert(env)
     progress, turns, done = [], 0, False
     while not done:
         obs, _reward, terminated, truncated, info = env.step(expert.act(obs, info))
@@ -277,7 +278,7 @@ def test_expert_reward_is_one_on_95_percent_of_test_goals_and_failures_are_the_c
     failures = []
     for seed in range(env.task_source.size("test")):
         obs, info = env.reset(seed=seed)
-        expert, done = env.expert(), False
+        expert, done = WebShopExpert(env), False
         while not done:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             done = terminated or truncated

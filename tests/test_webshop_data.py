@@ -11,6 +11,7 @@ import pytest
 
 from agentenvs.webshop.catalog import Catalog, GoalTasks, open_catalog
 from agentenvs.webshop.env import WebShopEnv
+from agentenvs.webshop.expert import WebShopExpert
 from agentenvs.webshop.generator import PRODUCT_TYPES, generate, generated_catalog, write_official_files
 from agentenvs.webshop.official import (
     load_official,
@@ -159,7 +160,7 @@ def test_official_env_splits_and_expert(official_dir, tmp_path):
     assert env.task_source.size("test") == 2 and env.task_source.size("valid") == 0
     for seed in range(2):
         obs, info = env.reset(seed=seed)
-        expert, done = env.expert(), False
+        expert, done = WebShopExpert(env), False
         while not done:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             done = terminated or truncated
@@ -351,7 +352,7 @@ def test_human_goals_of_items_human_ins_json_are_played_by_the_expert(tmp_path):
             assert goal.goal_options == ("navy blue", "large") and goal.attributes == ("cotton",)
         if goal.asin == "B0000000H3":  # $985: fewer than two price steps above it, so no cap
             assert goal.price_upper == 1_000_000 and goal.instruction_text == "a leather wallet"
-        expert, done = env.expert(), False
+        expert, done = WebShopExpert(env), False
         while not done:
             obs, _, terminated, truncated, info = env.step(expert.act(obs, info))
             done = terminated or truncated

@@ -1,32 +1,29 @@
-"""Scripted agents: ``make_agent(name, env, seed)`` builds one by name.
+"""Agents: what answers an env's observations.
 
-=========  ==============================================================
-name       what it sends
-=========  ==============================================================
-random     one action drawn uniformly from ``info["admissible_actions"]``
-           (or the env's ``sample_action(rng)`` where it cannot enumerate
-           them), wrapped by the env's protocol so it is well formed
-expert     the env's own oracle policy: ``env.unwrapped.expert()``
-=========  ==============================================================
+=================  ============================================================
+module             what lives there
+=================  ============================================================
+``scripted``       the scripted agents, built by name with ``make_agent(name,
+                   env, seed)``: ``random`` (one action drawn uniformly from
+                   ``info["admissible_actions"]``, or the env's
+                   ``sample_action(rng)`` where it cannot enumerate them,
+                   wrapped by the env's protocol) and ``expert`` (the env's
+                   own oracle policy, the one its registry entry names:
+                   ``make_expert(env)`` in :mod:`agentenvs.core.registration`)
+``local``          a local transformers model as a chat backend
+``openai_server``  that local model behind an OpenAI-compatible HTTP server
+=================  ============================================================
 
-Every agent follows :class:`agentenvs.core.Agent`: ``act(observation, info)
--> response``. An agent is built for one env; build a fresh one per episode
-(with that episode's seed) so each episode can be reproduced on its own.
+Every scripted agent follows :class:`agentenvs.core.Agent`: ``act(observation,
+info) -> response``. An agent is built for one env; build a fresh one per
+episode (with that episode's seed) so each episode can be reproduced on its
+own.
 
-:func:`play_episode` runs an agent for one episode into an
-:class:`EpisodeRecord` (what ``agentenvs run --out`` writes);
-:func:`replay_episode` re-runs a record and lists what no longer matches.
+Imports: this package uses ``agentenvs.core`` and the env families only. It
+never imports :mod:`agentenvs.eval` (which plays and checks agents' episodes,
+and imports this package), ``leaderboard`` or ``baselines``.
 """
 
-from agentenvs.agents.episodes import EpisodeRecord, play_episode, replay_episode
 from agentenvs.agents.scripted import AGENTS, AgentUnavailable, RandomAgent, make_agent
 
-__all__ = [
-    "AGENTS",
-    "AgentUnavailable",
-    "EpisodeRecord",
-    "RandomAgent",
-    "make_agent",
-    "play_episode",
-    "replay_episode",
-]
+__all__ = ["AGENTS", "AgentUnavailable", "RandomAgent", "make_agent"]

@@ -1,4 +1,9 @@
-"""The built-in scripted agents (random, expert) and the name registry."""
+"""The built-in scripted agents (random, expert) and the name registry.
+
+Both are the policies an env's registry entry names (``EnvEntry.random_policy``,
+``EnvEntry.expert``), found through the env's spec: see
+:func:`agentenvs.core.registration.make_expert`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import numpy as np
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.keys import derive_rng
+from agentenvs.core.registration import PolicyUnavailable, UnknownEnvError, make_expert, make_random_policy
 
 
 class AgentUnavailable(Exception):
@@ -44,15 +50,15 @@ class RandomAgent:
 
 
 def _expert(env: gym.Env, seed: int) -> Agent:
-    """The env's own oracle; it is deterministic, so the seed goes unused."""
+    """The expert the env's registry entry names; it is deterministic, so the seed goes unused."""
     try:
-        return env.unwrapped.expert()
-    except NotImplementedError as exc:
+        return make_expert(env)
+    except (PolicyUnavailable, UnknownEnvError) as exc:
         raise AgentUnavailable(str(exc)) from None
 
 
 AGENTS: dict[str, Callable[[gym.Env, int], Agent]] = {
-    "random": RandomAgent,
+    "random": make_random_policy,
     "expert": _expert,
 }
 
@@ -61,7 +67,8 @@ def make_agent(name: str, env: gym.Env, seed: int = 0) -> Agent:
     """The built-in agent ``name`` for ``env``.
 
     Raises ``ValueError`` for an unknown name and :class:`AgentUnavailable`
-    when the env cannot host it (no expert; the random agent raises it from
+    when the env cannot host it (its entry names no expert, or the env was
+    built from its class, so no entry names one; the random agent raises it from
     ``act`` when the env offers neither admissible actions nor
     ``sample_action``).
     """

@@ -70,8 +70,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentenvs.alfworld import text
-from agentenvs.alfworld.expert import AlfworldExpert, GoalTargets, goal_targets
 from agentenvs.alfworld.generator import Game, GeneratedGames
+from agentenvs.alfworld.goals import GoalTargets, goal_targets
 from agentenvs.alfworld.official import OfficialGames
 from agentenvs.alfworld.pddl import format_formula
 from agentenvs.alfworld.world import AlfredWorld
@@ -212,9 +212,6 @@ class ALFWorldEnv(AgentEnv[Game, str]):
 
     def action_help(self) -> str:
         return f"Admissible commands (case-sensitive): {', '.join(self.admissible_actions())}."
-
-    def expert(self) -> AlfworldExpert:
-        return AlfworldExpert(self)
 
 
 def progress_potential(world: AlfredWorld, targets: GoalTargets) -> float:

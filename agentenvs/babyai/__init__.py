@@ -4,11 +4,21 @@ Registration stays import-light: the level names below are a static copy of
 minigrid's ``BabyAI-*`` registry (a test keeps them in step), so registering
 never imports minigrid. ``gym.make`` imports it and names the extra to install
 (``pip install "agentenvs[babyai]"``) when it is missing.
+
+Lives here: ``env`` (the env), ``describe`` (the text layer), ``tasks``
+(levels and seeds per split), ``expert`` (minigrid's bot answering in text).
+
+May import: ``agentenvs.core`` and this package (minigrid only in the
+modules ``gym.make`` imports), by the rule every family follows (see
+:mod:`agentenvs.core.registration`).
 """
 
 from types import MappingProxyType
 
 from agentenvs.core.registration import EnvEntry
+
+FAMILY = "BabyAI"
+EXPERT = "agentenvs.babyai.expert:BabyAIExpert"
 
 MINIGRID_LEVEL_IDS: tuple[str, ...] = (
     "BabyAI-GoToRedBallGrey-v0",
@@ -126,6 +136,8 @@ ENVS = (
     EnvEntry(
         name="BabyAI",
         entry_point=_ENTRY_POINT,
+        family=FAMILY,
+        expert=EXPERT,
         summary="BabyAI grid world (minigrid) as text: the BALROG task mix "
         "(goto, pickup, open, putnext, pick up then go to)",
         extra="babyai",
@@ -134,6 +146,8 @@ ENVS = (
         EnvEntry(
             name=f"BabyAI-{level}",
             entry_point=_ENTRY_POINT,
+            family=FAMILY,
+            expert=EXPERT,
             summary=f"BabyAI level {level} (minigrid) as text",
             kwargs=MappingProxyType({"level": level}),
             extra="babyai",

@@ -103,7 +103,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError('the BabyAI envs need minigrid: pip install "agentenvs[babyai]"') from exc
 
 from agentenvs.babyai.describe import ACTION_HELP, TEXT_ACTIONS, observation_text, parse_action, view_lines
-from agentenvs.babyai.expert import BabyAIExpert
 from agentenvs.babyai.tasks import DEFAULT_MIX, BabyAITask, BabyAITaskSource, make_level, resolve_level
 
 # minigrid changes the grid only in the cell in front of the agent, and only on these actions.
@@ -397,9 +396,6 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         if self.render_mode == "rgb_array":
             return self.world.get_full_render(True, self.tile_size)
         return super().render()
-
-    def expert(self) -> BabyAIExpert:
-        return BabyAIExpert(self)
 
 
 def _verifier_parts(instr: Instr) -> list[Any]:

@@ -20,8 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from agentenvs.colbench.families import Fact
-from agentenvs.colbench.tasks import BackendTask
+from agentenvs.colbench.sources import CollaborationTask, Fact
 from agentenvs.core.chat import ChatClient
 
 BACKEND_REPLY_CHARS = 400
@@ -66,13 +65,13 @@ def quote_reference_line(reference: str, question: str) -> str:
 class Collaborator(Protocol):
     """Answers the agent's message; ``dialogue`` is the whole conversation so far, as (role, text)."""
 
-    def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str: ...
+    def respond(self, task: CollaborationTask, dialogue: Sequence[tuple[str, str]], message: str) -> str: ...
 
 
 class RuleCollaborator:
     """Offline, deterministic answers from the task's hidden facts (see the module docstring)."""
 
-    def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
+    def respond(self, task: CollaborationTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
         if not task.facts:
             return quote_reference_line(task.reference, message)
         keys = asked_facts(task.facts, message)
@@ -122,7 +121,9 @@ class LLMCollaborator:
     def __init__(self, client: ChatClient) -> None:
         self.client = client
 
-    def messages(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> list[dict]:
+    def messages(
+        self, task: CollaborationTask, dialogue: Sequence[tuple[str, str]], message: str
+    ) -> list[dict]:
         prompt = CODE_SIMULATOR_PROMPT.format(
             problem_description=task.request,
             hidden_information=task.reference,
@@ -130,7 +131,7 @@ class LLMCollaborator:
         )
         return [{"role": "system", "content": SIMULATOR_SYSTEM}, {"role": "user", "content": prompt}]
 
-    def respond(self, task: BackendTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
+    def respond(self, task: CollaborationTask, dialogue: Sequence[tuple[str, str]], message: str) -> str:
         return self.client.complete(self.messages(task, dialogue, message)).text
 
 

@@ -25,7 +25,7 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
     """The dialogue loop both ColBench envs share (see the module docstring).
 
     A task has ``request``, ``reference``, ``facts`` (hidden
-    :class:`~agentenvs.colbench.families.Fact` s) and ``default_answer``.
+    :class:`~agentenvs.colbench.sources.Fact` s) and ``default_answer``.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from agentenvs.colbench.protocol import ANSWER_MARKER
 
 if TYPE_CHECKING:
-    from agentenvs.colbench.env import ColBenchEnv
+    from agentenvs.colbench.dialogue import CollaborationEnv
 
 
 class ColBenchExpert:
     """Asks about each hidden fact, then answers with the reference."""
 
-    def __init__(self, env: ColBenchEnv) -> None:
+    def __init__(self, env: CollaborationEnv) -> None:
         self.env = env
 
     def act(self, observation: Any, info: dict[str, Any]) -> str:
@@ -36,7 +36,7 @@ class ColBenchExpert:
 class AnswerAtOnce:
     """Answers on the first turn with the family's usual guess, asking nothing."""
 
-    def __init__(self, env: ColBenchEnv) -> None:
+    def __init__(self, env: CollaborationEnv) -> None:
         self.env = env
 
     def act(self, observation: Any, info: dict[str, Any]) -> str:

@@ -314,10 +314,6 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         """The observation object for ``text`` (families with image modes override)."""
         return text
 
-    def expert(self) -> Any:
-        """The family's expert agent for this env (see ``agentenvs.agents``)."""
-        raise NotImplementedError(f"{type(self).__name__} ships no expert")
-
     # --------------------------------------------------------------- contract
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

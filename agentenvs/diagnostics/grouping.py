@@ -23,7 +23,8 @@ size_histogram          {group size: number of anchor groups of that size}
 The groupings: ``observation`` (exact ``obs_key``), ``state`` (``state_key``:
 0 aliasing and 0 fragmentation by construction, the reference row), and
 ``similarity≥t`` for GiGPO's thresholds :data:`SIMILARITY_THRESHOLDS`
-(:func:`similarity_anchor_keys`).
+(:func:`similarity_anchor_keys`, in its default ``"agentenvs"`` argument
+order; ``"verl-agent"`` is the released code's).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
@@ -44,21 +45,42 @@ SIMILARITY_THRESHOLDS = (0.95, 0.9)
 DEFAULT_GROUP_SIZE = 8  # GiGPO's N copies of each task
 
 
+# Whose argument order similarity clustering uses: difflib's ratio is not symmetric.
+SimilarityOrder = Literal["agentenvs", "verl-agent"]
+SIMILARITY_ORDERS: tuple[SimilarityOrder, ...] = ("agentenvs", "verl-agent")
+
+
 def similarity_anchor_keys(
-    observations: Sequence[Sequence[str]], group_ids: Sequence[Hashable], *, threshold: float = 0.95
+    observations: Sequence[Sequence[str]],
+    group_ids: Sequence[Hashable],
+    *,
+    threshold: float = 0.95,
+    order: SimilarityOrder = "agentenvs",
 ) -> list[list[int]]:
     """Anchor keys by similarity clustering of observations, per rollout group.
 
-    Greedy in trajectory-then-step order: an observation joins the first
-    cluster of its group whose *first member* has
-    ``difflib.SequenceMatcher(None, first, obs).ratio() >= threshold``, else
-    it founds a new cluster. Keys are cluster numbers, unique across groups.
-    ``threshold=1.0`` reduces to exact matching. The upper bounds
-    ``real_quick_ratio`` and ``quick_ratio`` skip founders that cannot reach
-    the threshold, which leaves the clusters unchanged.
+    Greedy in trajectory-then-step order: an observation ``obs`` joins the
+    first cluster (in founding order) of its group whose *first member*
+    ``rep`` has ``ratio >= threshold``, else it founds a new cluster, where
+    ``ratio`` is ``difflib.SequenceMatcher(None, a, b).ratio()`` with
+
+    - ``order="agentenvs"``: ``(a, b) = (rep, obs)``;
+    - ``order="verl-agent"``: ``(a, b) = (obs, rep)``, verl-agent's
+      ``are_similar(obs, cluster["rep"])`` in gigpo/core_gigpo.py's
+      ``build_step_group`` (``reference_preset("gigpo")``).
+
+    The ratio is not symmetric (difflib's junk heuristic looks at ``b``
+    only), so the two orders can cluster differently. Keys are cluster
+    numbers, unique across groups. ``threshold=1.0`` reduces to exact
+    matching. Equal texts join without a ratio (it is 1 for them), and the
+    upper bounds ``real_quick_ratio`` and ``quick_ratio`` skip founders that
+    cannot reach the threshold: both leave the clusters unchanged.
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if order not in SIMILARITY_ORDERS:
+        raise ValueError(f"order must be one of {SIMILARITY_ORDERS}, got {order!r}")
+    observation_first = order == "verl-agent"
     members: dict[Hashable, list[int]] = defaultdict(list)
     for index, group in enumerate(group_ids):
         members[group].append(index)
@@ -69,7 +91,8 @@ def similarity_anchor_keys(
         for i in indices:
             for t, text in enumerate(observations[i]):
                 for founder, cluster in founders:
-                    if founder == text or _similar(founder, text, threshold):
+                    first, second = (text, founder) if observation_first else (founder, text)
+                    if founder == text or _similar(first, second, threshold):
                         keys[i][t] = cluster
                         break
                 else:
@@ -79,8 +102,8 @@ def similarity_anchor_keys(
     return keys
 
 
-def _similar(first: str, text: str, threshold: float) -> bool:
-    matcher = SequenceMatcher(None, first, text)
+def _similar(first: str, second: str, threshold: float) -> bool:
+    matcher = SequenceMatcher(None, first, second)
     return (
         matcher.real_quick_ratio() >= threshold
         and matcher.quick_ratio() >= threshold

@@ -6,10 +6,18 @@ setting: two turns, one search then the answer, MT-GRPO's rewards). See
 :mod:`agentenvs.search.env` for the table. The expert is
 :class:`agentenvs.search.expert.SearchExpert`. Needs the ``search`` extra
 (retrieval_index's BM25: bm25s, PyStemmer).
+
+Lives here: ``env`` (the env), ``protocol`` (Search-R1's reading of a
+response), ``world`` (the built-in encyclopedia), ``questions`` and ``data``
+(task sources), ``expert`` (the gold evidence path as an agent).
+
+May import: ``agentenvs.core`` and this package and ``retrieval_index``, by the rule every
+family follows (see :mod:`agentenvs.core.registration`).
 """
 
 from agentenvs.core.registration import EnvEntry
 
+FAMILY = "Search"
 ENTRY_POINT = "agentenvs.search.env:SearchEnv"
 EXPERT = "agentenvs.search.expert:SearchExpert"
 SETS = (
@@ -26,6 +34,8 @@ ENVS = (
     EnvEntry(
         name="Search",
         entry_point=ENTRY_POINT,
+        family=FAMILY,
+        expert=EXPERT,
         summary="Answer questions with <search>/<answer> (Search-R1): train NQ + HotpotQA, test all seven sets; "
         f"expert {EXPERT}",
         kwargs={"dataset": "mix"},
@@ -35,6 +45,8 @@ ENVS = (
         EnvEntry(
             name=f"Search-{name}",
             entry_point=ENTRY_POINT,
+            family=FAMILY,
+            expert=EXPERT,
             summary=f"Search QA over the built-in encyclopedia: {what}; expert {EXPERT}",
             kwargs={"dataset": dataset},
             extra="search",
@@ -44,6 +56,8 @@ ENVS = (
     EnvEntry(
         name="Search-TriviaQA-2Turn",
         entry_point=ENTRY_POINT,
+        family=FAMILY,
+        expert=EXPERT,
         summary=f"MT-GRPO's setting: TriviaQA style, one search then the answer, MT-GRPO's rewards; expert {EXPERT}",
         kwargs={"dataset": "triviaqa", "max_turns": 2, "reward_preset": "mt-grpo"},
         extra="search",

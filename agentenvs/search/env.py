@@ -537,11 +537,6 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._answered, self._correct, self._f1 = outcome
 
     # ---------------------------------------------------------------- agents
-    def expert(self) -> Any:
-        from agentenvs.search.expert import SearchExpert  # the env module itself never needs it
-
-        return SearchExpert(self)
-
     def sample_action(self, rng: np.random.Generator) -> str:
         """A random action: a search for a few words of the question, or an answer naming a title seen."""
         words = self.question.question.replace("?", "").split()

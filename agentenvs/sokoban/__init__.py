@@ -1,11 +1,26 @@
-"""Sokoban: push boxes onto targets in generated rooms (gym-sokoban rules, native engine)."""
+"""Sokoban: push boxes onto targets in generated rooms (gym-sokoban rules, native engine).
+
+Lives here: ``env`` (the env), ``room`` (the dynamics), ``solver`` (the
+breadth-first solver: the env's solution plans and the expert read it),
+``generator`` (the task source), ``render`` (pixels), ``reference``
+(gym-sokoban as the differential tests' reference), ``expert`` (the solver's
+moves as an agent).
+
+May import: ``agentenvs.core`` and this package, by the rule every
+family follows (see :mod:`agentenvs.core.registration`).
+"""
 
 from agentenvs.core.registration import EnvEntry
+
+FAMILY = "Sokoban"
+EXPERT = "agentenvs.sokoban.expert:SokobanExpert"
 
 ENVS = (
     EnvEntry(
         name="Sokoban",
         entry_point="agentenvs.sokoban.env:SokobanEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Sokoban 6x6, 1 box; up to 3 moves per turn, 3 turns (MT-PPO case study)",
         kwargs={
             "dim_room": (6, 6),
@@ -18,6 +33,8 @@ ENVS = (
     EnvEntry(
         name="Sokoban-Verl",
         entry_point="agentenvs.sokoban.env:SokobanEnv",
+        family=FAMILY,
+        expert=EXPERT,
         summary="Sokoban 6x6, 1 box; one move per turn, 15 turns (verl-agent setting)",
         kwargs={
             "dim_room": (6, 6),

@@ -99,7 +99,6 @@ from agentenvs.core import (
     observation_text_space,
 )
 from agentenvs.core.prompting import compose_instructions
-from agentenvs.sokoban.expert import SokobanExpert
 from agentenvs.sokoban.generator import GeneratorConfig, SokobanTask, SokobanTaskSource
 from agentenvs.sokoban.render import image_shape, render_rgb
 from agentenvs.sokoban.room import DIRECTIONS, LEGEND, boxes_on_targets, is_solved, move, render_text
@@ -329,6 +328,3 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
         """The next moves of an optimal solution from the current state (empty if none)."""
         limit = self.max_actions_per_turn if max_moves is None else max_moves
         return self._task.space.plan(self._player, self._boxes, limit)
-
-    def expert(self) -> SokobanExpert:
-        return SokobanExpert(self)

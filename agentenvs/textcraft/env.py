@@ -26,7 +26,7 @@ reward             weighted sum of (unweighted values in ``reward_components``):
   outcome          1 when the goal is crafted (ends the episode); weight 1.0
   progress         Φ(s') − Φ(s), **potential-based**; weight 0.2. Φ = share of
                    the nodes of the goal's plan tree that are covered: one
-                   node per item the expert planner crafts to make the goal
+                   node per item the recipe planner crafts to make the goal
                    (the goal included), a node covered when the inventory
                    holds ≥ 1 item satisfying it or an ancestor node is covered.
                    Φ = 1 once the goal is held, so an episode's progress sums
@@ -94,7 +94,7 @@ import numpy as np
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome
 from agentenvs.core.prompting import compose_instructions
 from agentenvs.core.protocol import ActionProtocol
-from agentenvs.textcraft.expert import PlanTree, TextCraftExpert, craft_command, plan_commands
+from agentenvs.textcraft.planning import PlanTree, craft_command, plan_commands
 from agentenvs.textcraft.recipes import Ingredient, display_name, load_recipe_book
 from agentenvs.textcraft.tasks import TextCraftTask, textcraft_tasks
 from agentenvs.textcraft.world import Command, CommandFailed, CraftingWorld
@@ -222,8 +222,6 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
         return "Send one command (case-sensitive): get N item | craft N item using N item, N item, ... | inventory"
 
     # ---------------------------------------------------------------- agents
-    def expert(self) -> TextCraftExpert:
-        return TextCraftExpert(self)
 
     def sample_action(self, rng: np.random.Generator) -> str:
         """A random command built from one of the listed recipes: fetch one of its

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from agentenvs.core.keys import derive_rng, stable_digest
 from agentenvs.core.tasks import TaskSource, UnknownTaskError
-from agentenvs.textcraft.expert import plan_commands
+from agentenvs.textcraft.planning import plan_commands
 from agentenvs.textcraft.recipes import NAMESPACE_PREFIX, RecipeBook, load_recipe_book
 
 OWN_SPLITS = ("train", "valid", "test")

@@ -378,11 +378,6 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         start = int(rng.integers(len(words) - count + 1))
         return f"search[{' '.join(words[start : start + count])}]"
 
-    def expert(self) -> Any:
-        from agentenvs.webshop.expert import WebShopExpert
-
-        return WebShopExpert(self)
-
 
 def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"

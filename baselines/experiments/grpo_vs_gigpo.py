@@ -41,8 +41,8 @@ import numpy as np
 import torch
 
 from baselines.metrics import read_jsonl
-from baselines.trainers import critic_free
-from baselines.trainers.common import load_config
+from baselines.trainers.config import load_config
+from baselines.trainers.run import train
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mini_sokoban.yaml"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -241,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=5)
     parser.add_argument("--out", default="runs/mini", help="the runs' metrics and checkpoints")
     parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     args = parser.parse_args(argv)
     if not environment_is_pinned():
         return run_pinned(sys.argv[1:] if argv is None else list(argv))
@@ -252,17 +252,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     for estimator in args.estimators:
         for seed in args.seeds:
             run_dir = out / f"{estimator}-s{seed}"
-            overrides = [f"estimator={estimator}", f"seed={seed}", f"out_dir={run_dir}", *args.set]
+            overrides = [
+                f"algorithm.estimator={estimator}",
+                f"run.seed={seed}",
+                f"run.out_dir={run_dir}",
+                *args.set,
+            ]
             if args.iterations is not None:
-                overrides.append(f"iterations={args.iterations}")
-            overrides.append(f"num_threads={PINNED_TORCH_THREADS}")
+                overrides.append(f"run.iterations={args.iterations}")
+            overrides.append(f"policy.num_threads={PINNED_TORCH_THREADS}")
             config = load_config(args.config, overrides)
             if (run_dir / "metrics.jsonl").exists() and len(
                 read_jsonl(run_dir / "metrics.jsonl")
-            ) >= config.iterations:
+            ) >= config.run.iterations:
                 records = read_jsonl(run_dir / "metrics.jsonl")
             else:
-                records = critic_free.train(config, resume=(run_dir / "checkpoint.pt").exists())
+                train(config, resume=(run_dir / "checkpoint.pt").exists())
                 records = read_jsonl(run_dir / "metrics.jsonl")
             runs.setdefault(estimator, {})[seed] = records
             smoothed = moving_average([r["success"] for r in records], args.window)
@@ -287,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
         ),
         "config": Path(args.config).name,
-        "overrides": args.set + ([f"iterations={args.iterations}"] if args.iterations is not None else []),
+        "overrides": args.set + ([f"run.iterations={args.iterations}"] if args.iterations is not None else []),
         "numerics": numerics,
         **summary,
         "episodes_per_iteration": int(runs[args.estimators[0]][args.seeds[0]][0]["episodes_seen"]),

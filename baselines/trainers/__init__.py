@@ -1,1 +1,44 @@
-"""Trainers, one algorithm per module; ``common`` holds what they share."""
+"""The reference trainers: one training loop (``run.TrainingRun``), one module per algorithm.
+
+=================  ===========================================================
+module             holds
+=================  ===========================================================
+``config``         ``TrainConfig`` in sections (env, policy, sampler, optim,
+                   algorithm, run), YAML loading, ``--set`` overrides, errors
+``cli``            ``python -m baselines.trainers --config FILE [--set ...]``
+``models``         the policy model and tokenizer, the frozen reference copy,
+                   the sampling vocabulary
+``sampler``        the prompt template, sampling backend, grouped envs,
+                   rollout engine and each iteration's tasks
+``samples``        training sequences, padded batches, token log-probs
+``ppo_clip``       the PPO-clip actor update (shared by critic-free and PPO)
+``checkpoints``    the run folder: config.json, options.json, checkpoint.pt
+``run``            ``TrainingRun``: setup, rollout → advantage → update loop,
+                   metrics, checkpoints, resume; the ``Algorithm`` protocol
+``critic_free``    GiGPO / GRPO / RLOO / MT-GRPO (no critic)
+``ppo``            MT-PPO / PPO-OR / PPO-MR (value head, token-level GAE)
+``sweet_rl``       SWEET-RL (asymmetric critic, DPO actor)
+=================  ===========================================================
+
+Adding an algorithm is one new file ``baselines/trainers/<name>.py`` that
+defines
+
+- an options dataclass subclassing ``config.AlgorithmOptions`` with
+  ``name: ClassVar[str] = "<name>"`` (its fields are the config's
+  ``algorithm`` section; defaults are the paper's);
+- a class implementing ``run.Algorithm``: ``Options`` (that dataclass),
+  ``context`` (``"window"``, ``"full"`` or None), ``label``,
+  ``__init__(run)`` (build a critic and register it with
+  ``run.add_trained``), ``resolved_options()``, ``advantages(batch,
+  iteration)`` and ``update(prepared, iteration)`` (``run.ppo_clip_update``
+  is the shared PPO-clip actor step);
+- ``ALGORITHM = <that class>``, which is how it is found: a config with
+  ``algorithm: {name: <name>}`` runs it, nothing else is registered.
+
+What this package may import: ``agentenvs`` (core, vector, diagnostics),
+the rest of ``baselines`` (advantages, losses, metrics, policy, prompts,
+rollout, tiny), torch, transformers, numpy, yaml. The loop finds an
+algorithm module only through ``config.algorithm_class``; algorithm modules
+never import each other, and nothing here names an env family: the env
+comes from the config file. Nothing in ``agentenvs`` imports this package.
+"""

@@ -1,10 +1,9 @@
 """Critic-free PPO-clip with KL to a reference: GiGPO, GRPO, RLOO, MT-GRPO.
 
-One iteration:
+Per iteration (the loop is ``run.TrainingRun``'s):
 
-1. roll out G task groups × N copies of the current policy to the end
-   (``baselines.rollout``); every turn is a sample;
-2. per-turn advantages from the chosen estimator (``baselines.advantages``):
+1. every turn of the rollout batch is a sample;
+2. advantages: one per turn, from the chosen estimator (``baselines.advantages``):
 
    ===========  ==========================================================
    estimator    advantage of turn k of trajectory i
@@ -19,169 +18,163 @@ One iteration:
 
    (the last turn's reward is the outcome reward R^O, earlier turns'
    rewards are the intermediate rewards R^I); ``preset: paper`` computes
-   the papers' formulas with the config's options (``ddof``, ``eps_mode``,
+   the papers' formulas with the options below (``ddof``, ``eps_mode``,
    ``singleton``, ``episode_over``, ``mt_grpo_form``...), ``preset:
    reference`` the released code's arithmetic
-   (``baselines.advantages.reference_preset``);
-3. PPO-clip epochs (token-mean, low-variance KL to the frozen initial
-   policy, entropy bonus, gradient clipping; ``common.ppo_update``);
-4. one JSONL metrics record (``baselines.metrics``) and, every
-   ``save_every`` iterations, a checkpoint that ``--resume`` continues from.
+   (``baselines.advantages.reference_preset``); ``options.json`` records
+   the options after the preset;
+3. update: PPO-clip epochs (token-mean, low-variance KL to the frozen
+   initial policy, entropy bonus, gradient clipping; ``ppo_clip.ppo_update``).
 
 Run::
 
-    python -m baselines.trainers.critic_free --config baselines/configs/gigpo_sokoban.yaml
-    python -m baselines.trainers.critic_free --config ... --set estimator=grpo --set out_dir=runs/grpo
+    python -m baselines.trainers --config baselines/configs/gigpo_sokoban.yaml
+    python -m baselines.trainers --config ... --set algorithm.estimator=grpo --set run.out_dir=runs/grpo
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-import torch
 
-from agentenvs.core import derive_seed
 from agentenvs.diagnostics.grouping import similarity_anchor_keys
 from baselines.advantages import (
+    DEFAULT_REFERENCE,
     estimator_options,
     gigpo_advantages,
     grpo_advantages,
     mt_grpo_advantages,
     rloo_advantages,
+    similarity_options,
 )
-from baselines.metrics import MetricsWriter, anchor_metrics, rollout_metrics
-from baselines.rollout import Trajectory
-from baselines.trainers.common import (
-    TrainConfig,
-    build_samples,
-    frozen_copy,
-    iteration_tasks,
-    load_checkpoint,
-    load_policy,
-    make_engine,
-    make_sampler,
-    make_vector_env,
-    parse_args,
-    ppo_update,
-    prepare_run,
-    sampling_vocabulary,
-    save_checkpoint,
-)
+from baselines.metrics import anchor_metrics
+from baselines.rollout import RolloutBatch, Trajectory
+from baselines.trainers.config import AlgorithmOptions
+from baselines.trainers.models import frozen_copy
+from baselines.trainers.samples import Sample, build_samples
+
+if TYPE_CHECKING:
+    from baselines.trainers.run import TrainingRun
+
+
+@dataclass
+class CriticFreeOptions(AlgorithmOptions):
+    """The estimator and its options (``baselines.advantages`` documents every one)."""
+
+    name: ClassVar[str] = "critic_free"
+    estimator: Literal["gigpo", "grpo", "rloo", "mt_grpo", "grpo_or"] = "gigpo"
+    # "paper": the options below; "reference": the released code's arithmetic over them
+    preset: Literal["paper", "reference"] = "paper"
+    reference_code: str = ""  # a key of advantages.REFERENCE_PRESETS; empty: the estimator's usual one
+    gamma: float = 0.95
+    omega: float = 1.0
+    normalize: Literal["std", "none"] = "std"
+    ddof: int = 0
+    eps: float = 1e-6
+    eps_mode: Literal["cutoff", "add"] = "cutoff"
+    singleton: Literal["zero", "keep"] = "zero"
+    anchor: Literal["obs", "state", "similarity"] = "obs"
+    similarity_threshold: float = 0.95
+    similarity_order: Literal["agentenvs", "verl-agent"] = "agentenvs"  # difflib's (rep, obs) or (obs, rep)
+    episode_over: Literal["trajectories", "steps"] = "trajectories"
+    alpha: float = 1.0
+    mt_grpo_form: Literal["paper", "released"] = "paper"
+
+
+def preset_options(options: CriticFreeOptions) -> dict[str, Any]:
+    """The estimator's keyword options after the preset (``advantages.estimator_options``)."""
+    return estimator_options(
+        options.estimator, dataclasses.asdict(options), preset=options.preset, code=options.reference_code
+    )
+
+
+def anchor_similarity_options(options: CriticFreeOptions) -> dict[str, Any]:
+    """Threshold and difflib argument order of similarity anchors after the preset."""
+    return similarity_options(dataclasses.asdict(options), preset=options.preset, code=options.reference_code)
 
 
 def turn_advantages(
-    config: TrainConfig, trajectories: Sequence[Trajectory]
+    options: CriticFreeOptions, trajectories: Sequence[Trajectory]
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
-    """One advantage per turn of every trajectory, from ``config.estimator`` and its preset."""
+    """One advantage per turn of every trajectory, from ``options.estimator`` and its preset."""
     groups = [t.group for t in trajectories]
     turn_counts = [len(t.turns) for t in trajectories]
-    estimator = config.estimator
-    options = estimator_options(
-        estimator, dataclasses.asdict(config), preset=config.preset, code=config.reference_code
-    )
+    estimator = options.estimator
+    keywords = preset_options(options)
     if estimator in ("grpo", "grpo_or", "rloo"):
         if estimator == "grpo_or":
             returns = np.array([t.turn_rewards[-1] for t in trajectories])
         else:
             returns = np.array([t.episode_return for t in trajectories])
         function = rloo_advantages if estimator == "rloo" else grpo_advantages
-        episode = function(returns, groups, step_counts=turn_counts, **options)
+        episode = function(returns, groups, step_counts=turn_counts, **keywords)
         return [np.full(n, a) for n, a in zip(turn_counts, episode)], {}
     if estimator == "mt_grpo":
         intermediate = [t.turn_rewards[:-1] for t in trajectories]
         outcome = [t.turn_rewards[-1] for t in trajectories]
-        return mt_grpo_advantages(intermediate, outcome, groups, alpha=config.alpha, **options), {}
+        return mt_grpo_advantages(intermediate, outcome, groups, alpha=options.alpha, **keywords), {}
     if estimator == "gigpo":
-        if config.anchor == "similarity":
+        if options.anchor == "similarity":
             keys: list[list[Any]] = similarity_anchor_keys(
                 [[turn.observation for turn in t.turns] for t in trajectories],
                 groups,
-                threshold=config.similarity_threshold,
+                **anchor_similarity_options(options),
             )
         else:
-            attribute = "obs_key" if config.anchor == "obs" else "state_key"
+            attribute = "obs_key" if options.anchor == "obs" else "state_key"
             keys = [[getattr(turn, attribute) for turn in t.turns] for t in trajectories]
         result = gigpo_advantages(
             [t.turn_rewards for t in trajectories],
             keys,
             groups,
-            gamma=config.gamma,
-            omega=config.omega,
-            **options,
+            gamma=options.gamma,
+            omega=options.omega,
+            **keywords,
         )
         return result.advantages, {"gigpo/singleton_share": result.singleton_share}
     raise ValueError(f"unknown estimator {estimator!r}")
 
 
-def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
-    """Run ``config.iterations`` iterations (continuing a checkpoint when ``resume``); the metrics records."""
-    out = prepare_run(config, resume)
-    template, model, tokenizer = load_policy(config, out, resume)
-    reference = frozen_copy(model) if config.kl_coef else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    start = load_checkpoint(out, {"policy": model}, {"policy": optimizer}) if resume else 0
-    writer = MetricsWriter(out / "metrics.jsonl")
-    writer.truncate_after(start - 1)
+class CriticFree:
+    """PPO-clip on the estimator's per-turn advantages; no critic."""
 
-    vec = make_vector_env(config)
-    sampler = make_sampler(config, model, tokenizer)
-    allowed = sampling_vocabulary(config, tokenizer)
-    engine = make_engine(config, vec, sampler, tokenizer, template)
-    records = []
-    try:
-        for iteration in range(start, config.iterations):
-            seed, task_ids = iteration_tasks(config, iteration)
-            batch = engine.collect(
-                seed=seed, task_ids=task_ids, sample_seed=derive_seed("sample", config.seed, iteration)
-            )
+    Options = CriticFreeOptions
+    context: ClassVar[str | None] = None
 
-            started = time.perf_counter()
-            advantages, estimator_stats = turn_advantages(config, batch.trajectories)
-            advantage_s = time.perf_counter() - started
+    def __init__(self, run: TrainingRun) -> None:
+        self.run = run
+        self.options: CriticFreeOptions = run.config.algorithm  # type: ignore[assignment]
+        self.label = self.options.estimator
+        self.reference = frozen_copy(run.model) if run.config.optim.kl_coef else None
 
-            started = time.perf_counter()
-            samples = build_samples(batch.trajectories, advantages, config.context)
-            update_stats = ppo_update(
-                model, reference, optimizer, samples, config, tokenizer.pad_token_id, iteration, allowed
-            )
-            sampler.sync(model)
-            update_s = time.perf_counter() - started
+    def resolved_options(self) -> dict[str, Any]:
+        options = self.options
+        used = {"gigpo": ("gamma", "omega", "anchor"), "mt_grpo": ("alpha",)}.get(options.estimator, ())
+        resolved: dict[str, Any] = {
+            "algorithm": options.name,
+            "estimator": options.estimator,
+            "preset": options.preset,
+            "estimator_options": preset_options(options),
+            **{name: getattr(options, name) for name in used},
+        }
+        if options.preset == "reference":
+            resolved["reference_code"] = options.reference_code or DEFAULT_REFERENCE[options.estimator]
+        if options.estimator == "gigpo" and options.anchor == "similarity":
+            resolved["similarity_options"] = anchor_similarity_options(options)
+        return resolved
 
-            record = {
-                "iteration": iteration,
-                "episodes_seen": (iteration + 1) * config.num_groups * config.group_size,
-                "estimator": config.estimator,
-                **rollout_metrics(batch),
-                **anchor_metrics(batch.trajectories, "obs_key" if config.anchor == "obs" else "state_key"),
-                **estimator_stats,
-                **update_stats,
-                "time/advantage_s": advantage_s,
-                "time/update_s": update_s,
-            }
-            writer.write(record)
-            records.append(record)
-            if (iteration + 1) % config.save_every == 0 or iteration + 1 == config.iterations:
-                save_checkpoint(out, iteration, {"policy": model}, {"policy": optimizer})
-    finally:
-        vec.close()
-    return records
+    def advantages(self, batch: RolloutBatch, iteration: int) -> tuple[list[Sample], dict[str, Any]]:
+        advantages, stats = turn_advantages(self.options, batch.trajectories)
+        samples = build_samples(batch.trajectories, advantages, self.run.config.sampler.context)
+        key = "obs_key" if self.options.anchor == "obs" else "state_key"
+        return samples, {**anchor_metrics(batch.trajectories, key), **stats}
+
+    def update(self, prepared: list[Sample], iteration: int) -> dict[str, float]:
+        return self.run.ppo_clip_update(prepared, self.reference, iteration)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    config, resume = parse_args(__doc__.splitlines()[0], argv)
-    for record in train(config, resume=resume):
-        print(
-            f"iter {record['iteration']:4d}  success {record['success']:.3f}  return {record['return']:+.3f}  "
-            f"gen {record['time/generation_s']:.1f}s ({record['tokens_per_s']:.0f} tok/s) env {record['time/env_s']:.1f}s "
-            f"update {record['time/update_s']:.1f}s"
-        )
-    print(f"metrics: {config.out_dir}/metrics.jsonl")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+ALGORITHM = CriticFree

@@ -1,10 +1,9 @@
 """Actor–critic PPO with token-level GAE: MT-PPO, PPO-OR, PPO-MR (Wei/Zeng et al. 2025).
 
-One iteration:
+Per iteration (the loop is ``run.TrainingRun``'s; ``context: full`` by
+default: one growing sequence per episode, environment tokens masked out):
 
-1. roll out G groups × N copies (``context: full`` by default: one growing
-   sequence per episode, environment tokens masked out of the loss);
-2. place the rewards on the policy tokens (``reward_placement``):
+1. rewards on the policy tokens (``reward_placement``):
 
    =========  ===========================================================
    turn       MT-PPO: R^I on the last token of each intermediate turn,
@@ -13,53 +12,58 @@ One iteration:
    summed     PPO-MR: the summed reward on the last token
    =========  ===========================================================
 
-3. the critic (a copy of the base model with a scalar head) values every
-   policy token; GAE over each trajectory's policy tokens
+2. advantages: the critic (a copy of the base model with a scalar head)
+   values every policy token; GAE over each trajectory's policy tokens
    (δ_t = r_t + γV_{t+1} − V_t, γ = λ = 1 by default) gives advantages and
    returns; advantages are whitened over the batch;
-4. PPO-clip actor epochs with KL to the frozen base (``common.ppo_update``);
-   clipped value-loss epochs for the critic (critic lr 1e-5, actor 1e-6);
-5. metrics record; checkpoint of actor, critic and both optimizers.
+3. update: PPO-clip actor epochs with KL to the frozen base
+   (``ppo_clip.ppo_update``); clipped value-loss epochs for the critic
+   (critic lr 1e-5, actor 1e-6).
+
+No released code defines these runs' estimator options, so PPO has no
+``preset``: the papers' formulas run, and a config that sets one is refused.
 
 Run::
 
-    python -m baselines.trainers.ppo --config baselines/configs/mt_ppo_sokoban.yaml
+    python -m baselines.trainers --config baselines/configs/mt_ppo_sokoban.yaml
 """
 
 from __future__ import annotations
 
 import copy
-import time
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import torch
 
-from agentenvs.core import derive_rng, derive_seed
+from agentenvs.core import derive_rng
 from baselines.advantages import gae, turn_end_rewards
 from baselines.losses import value_loss
-from baselines.metrics import MetricsWriter, anchor_metrics, rollout_metrics
-from baselines.trainers.common import (
-    Sample,
-    TrainConfig,
-    build_samples,
-    collate,
-    frozen_copy,
-    iteration_tasks,
-    load_checkpoint,
-    load_policy,
-    make_engine,
-    make_sampler,
-    make_vector_env,
-    micro_batches,
-    parse_args,
-    ppo_update,
-    prepare_run,
-    sampling_vocabulary,
-    save_checkpoint,
-)
+from baselines.metrics import anchor_metrics
+from baselines.rollout import RolloutBatch
+from baselines.trainers.config import AlgorithmOptions
+from baselines.trainers.models import frozen_copy
+from baselines.trainers.samples import Sample, build_samples, collate, micro_batches
+
+if TYPE_CHECKING:
+    from baselines.trainers.run import TrainingRun
+
+
+@dataclass
+class PPOOptions(AlgorithmOptions):
+    """Reward placement, the critic's learning rate and GAE."""
+
+    name: ClassVar[str] = "ppo"
+    reward_placement: Literal["turn", "outcome", "summed"] = "turn"
+    critic_lr: float = 1e-5
+    gae_gamma: float = 1.0
+    gae_lambda: float = 1.0
+    value_clip: float = 0.2
+    whiten_advantages: bool = True
 
 
 class ValueModel(torch.nn.Module):
@@ -86,19 +90,19 @@ def token_values(critic: ValueModel, batch: Any) -> torch.Tensor:
 
 @torch.no_grad()
 def value_samples(
-    critic: ValueModel, samples: Sequence[Sample], config: TrainConfig, pad_id: int
+    critic: ValueModel, samples: Sequence[Sample], micro_batch_size: int, device: str, pad_id: int
 ) -> list[np.ndarray]:
     """Per-sample values aligned with ``ids[1:]``."""
     values: list[np.ndarray] = []
-    for chunk in micro_batches(samples, config.micro_batch_size):
-        batch = collate(chunk, pad_id, config.device)
+    for chunk in micro_batches(samples, micro_batch_size):
+        batch = collate(chunk, pad_id, device)
         scored = token_values(critic, batch).float().cpu().numpy()
         values.extend(scored[row, : len(s.ids) - 1] for row, s in enumerate(chunk))
     return values
 
 
 def assign_gae(
-    samples: list[Sample], values: list[np.ndarray], trajectories: Sequence[Any], config: TrainConfig
+    samples: list[Sample], values: list[np.ndarray], trajectories: Sequence[Any], options: PPOOptions
 ) -> list[np.ndarray]:
     """Fill each sample's advantages by GAE over its trajectory's policy tokens; the returns per sample."""
     returns = [np.zeros(len(s.ids)) for s in samples]
@@ -110,12 +114,12 @@ def assign_gae(
         positions = [(m, p) for m in members for p in np.flatnonzero(samples[m].mask)]
         token_value = np.array([values[m][p - 1] for m, p in positions])
         lengths = [len(turn.response_ids) for turn in trajectory.turns]
-        rewards = turn_end_rewards(lengths, trajectory.turn_rewards, mode=config.reward_placement)
-        advantages, token_returns = gae(rewards, token_value, gamma=config.gae_gamma, lam=config.gae_lambda)
+        rewards = turn_end_rewards(lengths, trajectory.turn_rewards, mode=options.reward_placement)
+        advantages, token_returns = gae(rewards, token_value, gamma=options.gae_gamma, lam=options.gae_lambda)
         for (m, p), a, g in zip(positions, advantages, token_returns):
             samples[m].advantages[p] = a
             returns[m][p] = g
-    if config.whiten_advantages:
+    if options.whiten_advantages:
         flat = np.concatenate([s.advantages[s.mask] for s in samples])
         mean, std = flat.mean(), flat.std() + 1e-8
         for sample in samples:
@@ -123,121 +127,7 @@ def assign_gae(
     return returns
 
 
-def critic_update(
-    critic: ValueModel,
-    optimizer: torch.optim.Optimizer,
-    samples: Sequence[Sample],
-    old_values: Sequence[np.ndarray],
-    returns: Sequence[np.ndarray],
-    config: TrainConfig,
-    pad_id: int,
-    iteration: int,
-) -> dict[str, float]:
-    """Clipped value-loss epochs, token-mean over each minibatch."""
-    rng = derive_rng("critic-minibatches", config.seed, iteration)
-    total, steps = 0.0, 0
-    for _ in range(config.epochs):
-        order = rng.permutation(len(samples))
-        for start in range(0, len(order), config.minibatch_size):
-            chosen = list(order[start : start + config.minibatch_size])
-            minibatch_tokens = float(sum(samples[i].mask.sum() for i in chosen))
-            optimizer.zero_grad(set_to_none=True)
-            for micro in micro_batches(chosen, config.micro_batch_size):
-                batch = collate([samples[i] for i in micro], pad_id, config.device)
-                width = batch.ids.shape[1] - 1
-                old = torch.zeros((len(micro), width))
-                target = torch.zeros((len(micro), width))
-                for row, i in enumerate(micro):
-                    old[row, : len(old_values[i])] = torch.from_numpy(old_values[i])
-                    target[row, : len(samples[i].ids) - 1] = torch.from_numpy(returns[i][1:])
-                values = token_values(critic, batch)
-                loss = value_loss(
-                    values,
-                    old.to(config.device),
-                    target.to(config.device),
-                    batch.mask,
-                    clip=config.value_clip,
-                )
-                share = float(batch.mask.sum()) / max(minibatch_tokens, 1.0)
-                (loss * share).backward()
-                total += float(loss.detach()) * share
-            torch.nn.utils.clip_grad_norm_(critic.parameters(), config.grad_clip)
-            optimizer.step()
-            steps += 1
-    return {"critic/value_loss": total / max(steps, 1)}
-
-
-def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
-    """Run PPO / MT-PPO for ``config.iterations`` iterations; the metrics records."""
-    out = prepare_run(config, resume)
-    template, model, tokenizer = load_policy(config, out, resume)
-    critic = ValueModel(copy.deepcopy(model)).to(config.device)
-    reference = frozen_copy(model) if config.kl_coef else None
-    actor_optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    critic_optimizer = torch.optim.AdamW(
-        critic.parameters(), lr=config.critic_lr, weight_decay=config.weight_decay
-    )
-    modules = {"policy": model, "critic": critic}
-    optimizers = {"policy": actor_optimizer, "critic": critic_optimizer}
-    start = load_checkpoint(out, modules, optimizers) if resume else 0
-    writer = MetricsWriter(out / "metrics.jsonl")
-    writer.truncate_after(start - 1)
-
-    vec = make_vector_env(config)
-    sampler = make_sampler(config, model, tokenizer)
-    allowed = sampling_vocabulary(config, tokenizer)
-    engine = make_engine(config, vec, sampler, tokenizer, template)
-    pad_id = tokenizer.pad_token_id
-    records = []
-    try:
-        for iteration in range(start, config.iterations):
-            seed, task_ids = iteration_tasks(config, iteration)
-            batch = engine.collect(
-                seed=seed, task_ids=task_ids, sample_seed=derive_seed("sample", config.seed, iteration)
-            )
-
-            started = time.perf_counter()
-            trajectories = batch.trajectories
-            samples = build_samples(
-                trajectories, [np.zeros(len(t.turns)) for t in trajectories], config.context
-            )
-            old_values = value_samples(critic, samples, config, pad_id)
-            returns = assign_gae(samples, old_values, trajectories, config)
-            advantage_s = time.perf_counter() - started
-
-            started = time.perf_counter()
-            actor_stats = ppo_update(
-                model, reference, actor_optimizer, samples, config, pad_id, iteration, allowed
-            )
-            critic_stats = critic_update(
-                critic, critic_optimizer, samples, old_values, returns, config, pad_id, iteration
-            )
-            sampler.sync(model)
-            update_s = time.perf_counter() - started
-
-            explained = _explained_variance(samples, old_values, returns)
-            record = {
-                "iteration": iteration,
-                "episodes_seen": (iteration + 1) * config.num_groups * config.group_size,
-                "estimator": f"ppo-{config.reward_placement}",
-                **rollout_metrics(batch),
-                **anchor_metrics(trajectories, "state_key"),
-                **actor_stats,
-                **critic_stats,
-                "critic/explained_variance": explained,
-                "time/advantage_s": advantage_s,
-                "time/update_s": update_s,
-            }
-            writer.write(record)
-            records.append(record)
-            if (iteration + 1) % config.save_every == 0 or iteration + 1 == config.iterations:
-                save_checkpoint(out, iteration, modules, optimizers)
-    finally:
-        vec.close()
-    return records
-
-
-def _explained_variance(
+def explained_variance(
     samples: Sequence[Sample], values: Sequence[np.ndarray], returns: Sequence[np.ndarray]
 ) -> float:
     """1 − Var(G − V)/Var(G) over the policy tokens (how much of the return the critic explains)."""
@@ -249,15 +139,85 @@ def _explained_variance(
     return float(1.0 - (target - predicted).var() / variance) if variance > 0 else 0.0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    config, resume = parse_args(__doc__.splitlines()[0], argv)
-    for record in train(config, resume=resume):
-        print(
-            f"iter {record['iteration']:4d}  success {record['success']:.3f}  return {record['return']:+.3f}  "
-            f"value loss {record['critic/value_loss']:.4f}  update {record['time/update_s']:.1f}s"
+@dataclass
+class Valued:
+    """What the update needs: samples with GAE advantages, the critic's old values, the returns."""
+
+    samples: list[Sample]
+    old_values: list[np.ndarray]
+    returns: list[np.ndarray]
+
+
+class PPO:
+    """PPO-clip actor and clipped-value critic on token-level GAE."""
+
+    Options = PPOOptions
+    context: ClassVar[str | None] = None
+
+    def __init__(self, run: TrainingRun) -> None:
+        self.run = run
+        self.options: PPOOptions = run.config.algorithm  # type: ignore[assignment]
+        self.label = f"ppo-{self.options.reward_placement}"
+        self.critic = ValueModel(copy.deepcopy(run.model)).to(run.config.policy.device)
+        self.reference = frozen_copy(run.model) if run.config.optim.kl_coef else None
+        self.critic_optimizer = run.add_trained("critic", self.critic, self.options.critic_lr)
+
+    def resolved_options(self) -> dict[str, Any]:
+        return {"algorithm": self.options.name, **dataclasses.asdict(self.options)}
+
+    def advantages(self, batch: RolloutBatch, iteration: int) -> tuple[Valued, dict[str, Any]]:
+        run = self.run
+        trajectories = batch.trajectories
+        samples = build_samples(
+            trajectories, [np.zeros(len(t.turns)) for t in trajectories], run.config.sampler.context
         )
-    return 0
+        old_values = value_samples(
+            self.critic, samples, run.config.optim.micro_batch_size, run.config.policy.device, run.pad_id
+        )
+        returns = assign_gae(samples, old_values, trajectories, self.options)
+        return Valued(samples, old_values, returns), anchor_metrics(trajectories, "state_key")
+
+    def update(self, prepared: Valued, iteration: int) -> dict[str, float]:
+        actor_stats = self.run.ppo_clip_update(prepared.samples, self.reference, iteration)
+        critic_stats = self.critic_update(prepared, iteration)
+        return {
+            **actor_stats,
+            **critic_stats,
+            "critic/explained_variance": explained_variance(
+                prepared.samples, prepared.old_values, prepared.returns
+            ),
+        }
+
+    def critic_update(self, prepared: Valued, iteration: int) -> dict[str, float]:
+        """Clipped value-loss epochs, token-mean over each minibatch."""
+        optim, device, samples = self.run.config.optim, self.run.config.policy.device, prepared.samples
+        rng = derive_rng("critic-minibatches", self.run.config.run.seed, iteration)
+        total, steps = 0.0, 0
+        for _ in range(optim.epochs):
+            order = rng.permutation(len(samples))
+            for start in range(0, len(order), optim.minibatch_size):
+                chosen = list(order[start : start + optim.minibatch_size])
+                minibatch_tokens = float(sum(samples[i].mask.sum() for i in chosen))
+                self.critic_optimizer.zero_grad(set_to_none=True)
+                for micro in micro_batches(chosen, optim.micro_batch_size):
+                    batch = collate([samples[i] for i in micro], self.run.pad_id, device)
+                    width = batch.ids.shape[1] - 1
+                    old = torch.zeros((len(micro), width))
+                    target = torch.zeros((len(micro), width))
+                    for row, i in enumerate(micro):
+                        old[row, : len(prepared.old_values[i])] = torch.from_numpy(prepared.old_values[i])
+                        target[row, : len(samples[i].ids) - 1] = torch.from_numpy(prepared.returns[i][1:])
+                    values = token_values(self.critic, batch)
+                    loss = value_loss(
+                        values, old.to(device), target.to(device), batch.mask, clip=self.options.value_clip
+                    )
+                    share = float(batch.mask.sum()) / max(minibatch_tokens, 1.0)
+                    (loss * share).backward()
+                    total += float(loss.detach()) * share
+                torch.nn.utils.clip_grad_norm_(self.critic.parameters(), optim.grad_clip)
+                self.critic_optimizer.step()
+                steps += 1
+        return {"critic/value_loss": total / max(steps, 1)}
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+ALGORITHM = PPO

@@ -7,28 +7,31 @@ is its own mean log-probability ratio against the frozen reference:
 
     A_θ(o_t, a_t, c) = (1/L) Σ_l log[π_θ(a_t^l | o_t, a_t^{<l}, c) / π_ref(a_t^l | o_t, a_t^{<l})]
 
-One iteration:
+Per iteration (the loop is ``run.TrainingRun``'s; ``context: window``: every
+turn keeps the prompt text it was sampled from):
 
-1. roll out G groups × N copies (``context: window``; every turn keeps the
-   prompt text it was sampled from);
-2. critic: pairs (best fully successful trajectory, each strictly worse one)
-   of each task group (``sweet_pair_mode``; ``all_pairs`` is the frontend
-   setting: every two trajectories ≥ ``sweet_min_margin`` apart); Bradley–Terry loss
-   −log σ(β Σ_t A_θ(τ⁺) − β Σ_t A_θ(τ⁻)), β = 0.1;
-3. actor: for ``sweet_prefixes`` turn prefixes, sample ``sweet_candidates``
-   candidate turns from the actor, rank them by the critic's advantage, pair
-   the top half against the bottom half (``sweet_pairs_per_prefix`` pairs,
-   ``sweet_actor_pair_mode``: fixed ranks or the released random draws),
-   and take a DPO step (β = 0.1) with an NLL term (0.01) on the chosen turns;
-   the actor's prompts never contain c;
-4. metrics record; checkpoint of actor, critic and both optimizers.
+1. advantages:
 
+   a. critic: pairs (best fully successful trajectory, each strictly worse
+      one) of each task group (``pair_mode``; ``all_pairs`` is the frontend
+      setting: every two trajectories ≥ ``min_margin`` apart); Bradley–Terry
+      loss −log σ(β Σ_t A_θ(τ⁺) − β Σ_t A_θ(τ⁻)), β = 0.1, ``critic_steps`` steps;
+   b. for ``prefixes`` turn prefixes, sample ``candidates`` candidate turns
+      from the actor, rank them by the critic's advantage, pair the top half
+      against the bottom half (``pairs_per_prefix`` pairs,
+      ``actor_pair_mode``: fixed ranks or the released random draws);
+
+2. update: one DPO step (β = 0.1) with an NLL term (0.01) on the chosen
+   turns; the actor's prompts never contain c.
+
+``preset: reference`` takes both pairings from sweet_rl's scripts
+(``reference_code`` ``sweet-rl-backend``, the default, or ``sweet-rl-frontend``).
 Envs without privileged information give the critic an empty c (the paper's
 "without training-time information" ablation).
 
 Run::
 
-    python -m baselines.trainers.sweet_rl --config baselines/configs/sweet_rl_colbench.yaml
+    python -m baselines.trainers --config baselines/configs/sweet_rl_colbench.yaml
 """
 
 from __future__ import annotations
@@ -36,35 +39,49 @@ from __future__ import annotations
 import copy
 import json
 import random
-import time
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import torch
 
 from agentenvs.core import derive_rng, derive_seed
-from baselines.advantages import ranked_candidate_pairs, reference_preset, sweet_preference_pairs
-from baselines.losses import bradley_terry_loss, dpo_loss, sweet_turn_advantage
-from baselines.metrics import MetricsWriter, rollout_metrics
-from baselines.rollout import PromptEncoder, Trajectory, Turn
-from baselines.trainers.common import (
-    Sample,
-    TrainConfig,
-    collate,
-    frozen_copy,
-    iteration_tasks,
-    load_checkpoint,
-    load_policy,
-    make_engine,
-    make_sampler,
-    make_vector_env,
-    micro_batches,
-    parse_args,
-    prepare_run,
-    save_checkpoint,
-    sequence_logprobs,
+from baselines.advantages import (
+    DEFAULT_REFERENCE,
+    ranked_candidate_pairs,
+    reference_preset,
+    sweet_preference_pairs,
 )
+from baselines.losses import bradley_terry_loss, dpo_loss, sweet_turn_advantage
+from baselines.rollout import PromptEncoder, RolloutBatch, Trajectory, Turn
+from baselines.trainers.config import AlgorithmOptions
+from baselines.trainers.models import frozen_copy
+from baselines.trainers.samples import Sample, collate, micro_batches, response_sample, sequence_logprobs
+
+if TYPE_CHECKING:
+    from baselines.trainers.run import TrainingRun
+
+
+@dataclass
+class SweetRLOptions(AlgorithmOptions):
+    """The critic's and the actor's pairs, β, the NLL weight and the critic's learning rate."""
+
+    name: ClassVar[str] = "sweet_rl"
+    beta: float = 0.1
+    critic_lr: float = 2e-6
+    critic_steps: int = 1
+    candidates: int = 16
+    pairs_per_prefix: int = 4
+    prefixes: int = 16
+    nll_coef: float = 0.01
+    min_margin: float = 0.0
+    success_score: float = 1.0
+    pair_mode: Literal["best_vs_worse", "all_pairs"] = "best_vs_worse"
+    actor_pair_mode: Literal["ranked", "random_halves"] = "ranked"
+    # "paper": the pair options above; "reference": sweet_rl's scripts (reference_code)
+    preset: Literal["paper", "reference"] = "paper"
+    reference_code: str = ""
 
 
 def critic_prompt_text(turn: Turn) -> str:
@@ -75,21 +92,14 @@ def critic_prompt_text(turn: Turn) -> str:
     return f"Training-time information (hidden from the agent): {hidden}\n\n{turn.prompt_text}"
 
 
-def response_sample(prompt_ids: Sequence[int], response_ids: Sequence[int]) -> Sample:
-    ids = list(prompt_ids) + list(response_ids)
-    mask = np.zeros(len(ids), dtype=bool)
-    mask[len(prompt_ids) :] = True
-    return Sample(ids, mask, np.zeros(len(ids)), np.where(mask, 0, -1), 0)
-
-
 def response_logprobs(
-    model: Any, samples: Sequence[Sample], config: TrainConfig, pad_id: int
+    model: Any, samples: Sequence[Sample], micro_batch_size: int, device: str, pad_id: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, T−1) token log-probs and the policy-token mask of ``samples`` (with grad when enabled)."""
     rows, masks = [], []
     width = max(len(s.ids) for s in samples) - 1
-    for chunk in micro_batches(samples, config.micro_batch_size):
-        batch = collate(chunk, pad_id, config.device)
+    for chunk in micro_batches(samples, micro_batch_size):
+        batch = collate(chunk, pad_id, device)
         logprobs, _ = sequence_logprobs(model, batch)
         pad = width - logprobs.shape[1]
         rows.append(torch.nn.functional.pad(logprobs, (0, pad)))
@@ -97,62 +107,7 @@ def response_logprobs(
     return torch.cat(rows), torch.cat(masks)
 
 
-def turn_advantages(
-    critic: Any,
-    reference: Any,
-    encoder: PromptEncoder,
-    turns: Sequence[Turn],
-    responses: Sequence[Sequence[int]],
-    config: TrainConfig,
-    pad_id: int,
-) -> torch.Tensor:
-    """A_θ of each (turn prefix, response): critic with c against the reference without it."""
-    critic_samples = [
-        response_sample(encoder.first(critic_prompt_text(t)), r) for t, r in zip(turns, responses)
-    ]
-    actor_samples = [response_sample(t.prompt_ids, r) for t, r in zip(turns, responses)]
-    critic_logprobs, critic_mask = response_logprobs(critic, critic_samples, config, pad_id)
-    with torch.no_grad():
-        ref_logprobs, ref_mask = response_logprobs(reference, actor_samples, config, pad_id)
-    # Both layouts hold the same response tokens, after prompts of different lengths.
-    aligned_ref = torch.zeros_like(critic_logprobs)
-    for row in range(len(turns)):
-        aligned_ref[row, critic_mask[row]] = ref_logprobs[row, ref_mask[row]]
-    return sweet_turn_advantage(critic_logprobs, aligned_ref, critic_mask)
-
-
-def critic_step(
-    critic: Any,
-    reference: Any,
-    encoder: PromptEncoder,
-    trajectories: Sequence[Trajectory],
-    pairs: Sequence[tuple[int, int]],
-    optimizer: torch.optim.Optimizer,
-    config: TrainConfig,
-    pad_id: int,
-) -> dict[str, float]:
-    """One Bradley–Terry step on (preferred, rejected) trajectory pairs: −log σ(β Σ_t A(τ⁺) − β Σ_t A(τ⁻))."""
-    involved = sorted({i for pair in pairs for i in pair})
-    turns = [turn for i in involved for turn in trajectories[i].turns]
-    owners = np.array([i for i in involved for _ in trajectories[i].turns])
-    advantages = turn_advantages(
-        critic, reference, encoder, turns, [t.response_ids for t in turns], config, pad_id
-    )
-    totals = {i: advantages[torch.from_numpy(owners == i)].sum() for i in involved}
-    chosen = torch.stack([totals[a] for a, _ in pairs])
-    rejected = torch.stack([totals[b] for _, b in pairs])
-    loss = bradley_terry_loss(chosen, rejected, beta=config.sweet_beta)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(critic.parameters(), config.grad_clip)
-    optimizer.step()
-    return {
-        "critic/bt_loss": float(loss.detach()),
-        "critic/pair_accuracy": float((chosen > rejected).float().mean()),
-    }
-
-
-def pair_options(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+def pair_options(options: SweetRLOptions) -> tuple[dict[str, Any], dict[str, Any]]:
     """Options of the critic pairs and the actor pairs: the config's, or the released script's.
 
     With ``preset: reference`` the pairs follow sweet_rl's scripts
@@ -161,164 +116,178 @@ def pair_options(config: TrainConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     whole dataset, here one stream per iteration seeded from the run's seed.
     """
     critic = {
-        "mode": config.sweet_pair_mode,
-        "success_score": config.sweet_success_score,
-        "min_margin": config.sweet_min_margin,
+        "mode": options.pair_mode,
+        "success_score": options.success_score,
+        "min_margin": options.min_margin,
     }
-    actor = {"mode": config.sweet_actor_pair_mode, "num_pairs": config.sweet_pairs_per_prefix}
-    if config.preset == "reference":
-        code = config.reference_code or None
+    actor = {"mode": options.actor_pair_mode, "num_pairs": options.pairs_per_prefix}
+    if options.preset == "reference":
+        code = options.reference_code or None
         critic.update(reference_preset("sweet_critic", code))
         actor.update(reference_preset("sweet_actor", code))
     return critic, actor
 
 
-def train(config: TrainConfig, *, resume: bool = False) -> list[dict[str, Any]]:
-    """Run SWEET-RL for ``config.iterations`` iterations; the metrics records."""
-    if config.context != "window":
-        raise ValueError(
-            "SWEET-RL trains on turn prefixes: use context='window' (with a long history_window)"
+@dataclass
+class Preferences:
+    """The actor's DPO pairs of one iteration: (turn prefix, preferred response, rejected response)."""
+
+    pairs: list[tuple[Turn, list[int], list[int]]]
+
+
+class SweetRL:
+    """Asymmetric Bradley–Terry critic, DPO actor on critic-ranked candidate turns."""
+
+    Options = SweetRLOptions
+    context: ClassVar[str | None] = "window"  # the critic and the actor train on turn prefixes
+    label = "sweet_rl"
+
+    def __init__(self, run: TrainingRun) -> None:
+        self.run = run
+        self.options: SweetRLOptions = run.config.algorithm  # type: ignore[assignment]
+        self.reference = frozen_copy(run.model)
+        self.critic = copy.deepcopy(run.model)
+        self.critic_optimizer = run.add_trained("critic", self.critic, self.options.critic_lr)
+        self.encoder = PromptEncoder(run.tokenizer)
+        self.critic_pairs, self.actor_pairs = pair_options(self.options)
+
+    def resolved_options(self) -> dict[str, Any]:
+        options = self.options
+        resolved: dict[str, Any] = {
+            "algorithm": options.name,
+            "preset": options.preset,
+            "critic_pairs": self.critic_pairs,
+            "actor_pairs": self.actor_pairs,
+            **{
+                name: getattr(options, name)
+                for name in ("beta", "critic_lr", "critic_steps", "candidates", "prefixes", "nll_coef")
+            },
+        }
+        if options.preset == "reference":
+            resolved["reference_code"] = options.reference_code or DEFAULT_REFERENCE["sweet_critic"]
+        return resolved
+
+    def _logprobs(self, model: Any, samples: Sequence[Sample]) -> tuple[torch.Tensor, torch.Tensor]:
+        config = self.run.config
+        return response_logprobs(
+            model, samples, config.optim.micro_batch_size, config.policy.device, self.run.pad_id
         )
-    out = prepare_run(config, resume)
-    template, model, tokenizer = load_policy(config, out, resume)
-    reference = frozen_copy(model)
-    critic = copy.deepcopy(model)
-    actor_optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    critic_optimizer = torch.optim.AdamW(
-        critic.parameters(), lr=config.sweet_critic_lr, weight_decay=config.weight_decay
-    )
-    modules = {"policy": model, "critic": critic}
-    optimizers = {"policy": actor_optimizer, "critic": critic_optimizer}
-    start = load_checkpoint(out, modules, optimizers) if resume else 0
-    writer = MetricsWriter(out / "metrics.jsonl")
-    writer.truncate_after(start - 1)
 
-    vec = make_vector_env(config)
-    sampler = make_sampler(config, model, tokenizer)
-    engine = make_engine(config, vec, sampler, tokenizer, template)
-    encoder = PromptEncoder(tokenizer)
-    pad_id = tokenizer.pad_token_id
-    critic_pair_options, actor_pair_options = pair_options(config)
-    records = []
-    try:
-        for iteration in range(start, config.iterations):
-            seed, task_ids = iteration_tasks(config, iteration)
-            batch = engine.collect(
-                seed=seed, task_ids=task_ids, sample_seed=derive_seed("sample", config.seed, iteration)
-            )
-            trajectories = batch.trajectories
-            started = time.perf_counter()
+    def turn_advantages(self, turns: Sequence[Turn], responses: Sequence[Sequence[int]]) -> torch.Tensor:
+        """A_θ of each (turn prefix, response): critic with c against the reference without it."""
+        critic_samples = [
+            response_sample(self.encoder.first(critic_prompt_text(t)), r) for t, r in zip(turns, responses)
+        ]
+        actor_samples = [response_sample(t.prompt_ids, r) for t, r in zip(turns, responses)]
+        critic_logprobs, critic_mask = self._logprobs(self.critic, critic_samples)
+        with torch.no_grad():
+            ref_logprobs, ref_mask = self._logprobs(self.reference, actor_samples)
+        # Both layouts hold the same response tokens, after prompts of different lengths.
+        aligned_ref = torch.zeros_like(critic_logprobs)
+        for row in range(len(turns)):
+            aligned_ref[row, critic_mask[row]] = ref_logprobs[row, ref_mask[row]]
+        return sweet_turn_advantage(critic_logprobs, aligned_ref, critic_mask)
 
-            # ---- critic: Bradley–Terry on (preferred, rejected) trajectories of one task
-            pairs = sweet_preference_pairs(
-                [t.score for t in trajectories], [t.group for t in trajectories], **critic_pair_options
-            )
-            critic_stats = {
-                "critic/pairs": float(len(pairs)),
-                "critic/bt_loss": 0.0,
-                "critic/pair_accuracy": 0.0,
-            }
-            for _ in range(config.sweet_critic_steps if pairs else 0):
-                critic_stats.update(
-                    critic_step(
-                        critic, reference, encoder, trajectories, pairs, critic_optimizer, config, pad_id
-                    )
-                )
+    def critic_step(
+        self, trajectories: Sequence[Trajectory], pairs: Sequence[tuple[int, int]]
+    ) -> dict[str, float]:
+        """One Bradley–Terry step on (preferred, rejected) trajectory pairs.
 
-            # ---- actor: DPO on critic-ranked candidate turns for sampled prefixes
-            all_turns = [turn for t in trajectories for turn in t.turns]
-            rng = derive_rng("sweet-prefixes", config.seed, iteration)
-            chosen_prefixes = [
-                all_turns[i]
-                for i in rng.choice(
-                    len(all_turns), size=min(config.sweet_prefixes, len(all_turns)), replace=False
-                )
-            ]
-            candidates = sampler.generate(
-                [t.prompt_ids for t in chosen_prefixes for _ in range(config.sweet_candidates)],
-                max_new_tokens=config.max_new_tokens,
-                temperature=config.temperature,
-                seed=derive_seed("sweet-candidates", config.seed, iteration) >> 1,
-            )
-            prefix_of = [t for t in chosen_prefixes for _ in range(config.sweet_candidates)]
-            pair_rng = random.Random(derive_seed("sweet-actor-pairs", config.seed, iteration))
-            with torch.no_grad():
-                scores = (
-                    turn_advantages(critic, reference, encoder, prefix_of, candidates, config, pad_id)
-                    .cpu()
-                    .numpy()
-                )
-            preferred: list[tuple[Turn, list[int], list[int]]] = []
-            for p, turn in enumerate(chosen_prefixes):
-                block = slice(p * config.sweet_candidates, (p + 1) * config.sweet_candidates)
-                ranked = ranked_candidate_pairs(scores[block], rng=pair_rng, **actor_pair_options)
-                for a, b in ranked:
-                    good, bad = candidates[block][a], candidates[block][b]
-                    if good != bad and good and bad:
-                        preferred.append((turn, good, bad))
-            actor_stats = {
-                "actor/dpo_pairs": float(len(preferred)),
-                "actor/dpo_loss": 0.0,
-                "actor/preference_accuracy": 0.0,
-            }
-            if preferred:
-                good_samples = [response_sample(t.prompt_ids, g) for t, g, _ in preferred]
-                bad_samples = [response_sample(t.prompt_ids, b) for t, _, b in preferred]
-                policy_good, good_mask = response_logprobs(model, good_samples, config, pad_id)
-                policy_bad, bad_mask = response_logprobs(model, bad_samples, config, pad_id)
-                with torch.no_grad():
-                    ref_good, _ = response_logprobs(reference, good_samples, config, pad_id)
-                    ref_bad, _ = response_logprobs(reference, bad_samples, config, pad_id)
-                sums = [
-                    (x * m).sum(-1)
-                    for x, m in (
-                        (policy_good, good_mask),
-                        (policy_bad, bad_mask),
-                        (ref_good, good_mask),
-                        (ref_bad, bad_mask),
-                    )
-                ]
-                nll = -(policy_good * good_mask).sum(-1) / good_mask.sum(-1).clamp_min(1)
-                loss, stats = dpo_loss(
-                    *sums, beta=config.sweet_beta, chosen_nll=nll, nll_coef=config.sweet_nll_coef
-                )
-                actor_optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                actor_optimizer.step()
-                actor_stats["actor/dpo_loss"] = float(loss.detach())
-                actor_stats["actor/preference_accuracy"] = stats["preference_accuracy"]
-            sampler.sync(model)
-            update_s = time.perf_counter() - started
+        L = −log σ(β Σ_t A(τ⁺) − β Σ_t A(τ⁻))
+        """
+        involved = sorted({i for pair in pairs for i in pair})
+        turns = [turn for i in involved for turn in trajectories[i].turns]
+        owners = np.array([i for i in involved for _ in trajectories[i].turns])
+        advantages = self.turn_advantages(turns, [t.response_ids for t in turns])
+        totals = {i: advantages[torch.from_numpy(owners == i)].sum() for i in involved}
+        chosen = torch.stack([totals[a] for a, _ in pairs])
+        rejected = torch.stack([totals[b] for _, b in pairs])
+        loss = bradley_terry_loss(chosen, rejected, beta=self.options.beta)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.run.config.optim.grad_clip)
+        self.critic_optimizer.step()
+        return {
+            "critic/bt_loss": float(loss.detach()),
+            "critic/pair_accuracy": float((chosen > rejected).float().mean()),
+        }
 
-            record = {
-                "iteration": iteration,
-                "episodes_seen": (iteration + 1) * config.num_groups * config.group_size,
-                "estimator": "sweet_rl",
-                **rollout_metrics(batch),
-                "privileged_share": float(np.mean([turn.privileged is not None for turn in all_turns])),
-                **critic_stats,
-                **actor_stats,
-                "time/update_s": update_s,
-            }
-            writer.write(record)
-            records.append(record)
-            if (iteration + 1) % config.save_every == 0 or iteration + 1 == config.iterations:
-                save_checkpoint(out, iteration, modules, optimizers)
-    finally:
-        vec.close()
-    return records
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    config, resume = parse_args(__doc__.splitlines()[0], argv)
-    for record in train(config, resume=resume):
-        print(
-            f"iter {record['iteration']:4d}  success {record['success']:.3f}  critic pairs {record['critic/pairs']:.0f}  "
-            f"bt {record['critic/bt_loss']:.4f}  dpo pairs {record['actor/dpo_pairs']:.0f}  dpo {record['actor/dpo_loss']:.4f}"
+    def advantages(self, batch: RolloutBatch, iteration: int) -> tuple[Preferences, dict[str, Any]]:
+        options, seed = self.options, self.run.config.run.seed
+        trajectories = batch.trajectories
+        # ---- critic: Bradley–Terry on (preferred, rejected) trajectories of one task
+        pairs = sweet_preference_pairs(
+            [t.score for t in trajectories], [t.group for t in trajectories], **self.critic_pairs
         )
-    return 0
+        stats = {"critic/pairs": float(len(pairs)), "critic/bt_loss": 0.0, "critic/pair_accuracy": 0.0}
+        for _ in range(options.critic_steps if pairs else 0):
+            stats.update(self.critic_step(trajectories, pairs))
+
+        # ---- candidates for sampled prefixes, ranked by the critic's advantage
+        all_turns = [turn for t in trajectories for turn in t.turns]
+        rng = derive_rng("sweet-prefixes", seed, iteration)
+        chosen_prefixes = [
+            all_turns[i]
+            for i in rng.choice(len(all_turns), size=min(options.prefixes, len(all_turns)), replace=False)
+        ]
+        candidates = self.run.sampler.generate(
+            [t.prompt_ids for t in chosen_prefixes for _ in range(options.candidates)],
+            max_new_tokens=self.run.config.sampler.max_new_tokens,
+            temperature=self.run.config.sampler.temperature,
+            seed=derive_seed("sweet-candidates", seed, iteration) >> 1,
+        )
+        prefix_of = [t for t in chosen_prefixes for _ in range(options.candidates)]
+        pair_rng = random.Random(derive_seed("sweet-actor-pairs", seed, iteration))
+        with torch.no_grad():
+            scores = self.turn_advantages(prefix_of, candidates).cpu().numpy()
+        preferred: list[tuple[Turn, list[int], list[int]]] = []
+        for p, turn in enumerate(chosen_prefixes):
+            block = slice(p * options.candidates, (p + 1) * options.candidates)
+            for a, b in ranked_candidate_pairs(scores[block], rng=pair_rng, **self.actor_pairs):
+                good, bad = candidates[block][a], candidates[block][b]
+                if good != bad and good and bad:
+                    preferred.append((turn, good, bad))
+        stats["privileged_share"] = float(np.mean([turn.privileged is not None for turn in all_turns]))
+        return Preferences(preferred), stats
+
+    def update(self, prepared: Preferences, iteration: int) -> dict[str, float]:
+        """One DPO step with an NLL term on the preferred turns."""
+        preferred = prepared.pairs
+        stats = {
+            "actor/dpo_pairs": float(len(preferred)),
+            "actor/dpo_loss": 0.0,
+            "actor/preference_accuracy": 0.0,
+        }
+        if not preferred:
+            return stats
+        model = self.run.model
+        good_samples = [response_sample(t.prompt_ids, g) for t, g, _ in preferred]
+        bad_samples = [response_sample(t.prompt_ids, b) for t, _, b in preferred]
+        policy_good, good_mask = self._logprobs(model, good_samples)
+        policy_bad, bad_mask = self._logprobs(model, bad_samples)
+        with torch.no_grad():
+            ref_good, _ = self._logprobs(self.reference, good_samples)
+            ref_bad, _ = self._logprobs(self.reference, bad_samples)
+        sums = [
+            (x * m).sum(-1)
+            for x, m in (
+                (policy_good, good_mask),
+                (policy_bad, bad_mask),
+                (ref_good, good_mask),
+                (ref_bad, bad_mask),
+            )
+        ]
+        nll = -(policy_good * good_mask).sum(-1) / good_mask.sum(-1).clamp_min(1)
+        loss, dpo_stats = dpo_loss(
+            *sums, beta=self.options.beta, chosen_nll=nll, nll_coef=self.options.nll_coef
+        )
+        self.run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), self.run.config.optim.grad_clip)
+        self.run.optimizer.step()
+        stats["actor/dpo_loss"] = float(loss.detach())
+        stats["actor/preference_accuracy"] = dpo_stats["preference_accuracy"]
+        return stats
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+ALGORITHM = SweetRL

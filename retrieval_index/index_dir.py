@@ -1,4 +1,12 @@
-"""Paths inside an index folder's ``retriever.json``: written relative to the folder, so it can move.
+"""An index directory: its ``retriever.json``, read, checked and written, and the paths it records.
+
+Every backend that saves an index directory (:mod:`retrieval_index.bm25`,
+:mod:`retrieval_index.dense`) keeps its own files there beside
+``retriever.json``, a JSON object with at least ``kind`` (one of
+:data:`KINDS`), ``version``, ``passages`` and ``corpus``; this module is the
+one place that reads it (:func:`read_meta`, :func:`index_kind`), writes it
+(:func:`begin_build`, :func:`write_meta`), opens the corpus it names
+(:func:`open_corpus_of`) and moves what it points to (:func:`relink`).
 
 Every path ``retriever.json`` records (the corpus store, a dense index's
 FAISS file and encoder directory) is written relative to the index folder:
@@ -20,9 +28,81 @@ import os
 from pathlib import Path
 from typing import Any
 
+from retrieval_index.corpus import Corpus, is_store
+
 META = "retriever.json"
+# the kinds of index a directory can hold, each the ``kind`` its retriever.json records
+KINDS = ("bm25", "dense")
+# what every retriever.json holds, whatever its kind
+REQUIRED = ("kind", "version", "passages", "corpus")
 # retriever.json's path entries: where each sits in the metadata, and the relink option that sets it
 PATH_ENTRIES = {"corpus": "--corpus", "faiss_index": "--faiss-index", "encoder": "--encoder"}
+
+
+def read_meta(
+    index_dir: str | os.PathLike, kind: str | None = None, *, version: int | None = None
+) -> dict[str, Any]:
+    """The ``retriever.json`` of an index directory: a JSON object holding :data:`REQUIRED`, whose ``kind``
+    is one of :data:`KINDS` and whose ``passages`` is a count, checked to be ``kind`` (and ``version``)
+    when given."""
+    path = Path(index_dir) / META
+    if not path.is_file():
+        raise FileNotFoundError(f"{index_dir} is not a retrieval index (no {META}; was the build cut short?)")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not JSON ({exc}); rebuild the index") from exc
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path} holds a {type(meta).__name__}, not a JSON object; rebuild the index")
+    found = meta.get("kind")
+    if found not in KINDS:
+        raise ValueError(f"{path}: unknown index kind {found!r}")
+    absent = [name for name in REQUIRED if name not in meta]
+    if absent:
+        raise ValueError(f"{path} lacks {', '.join(absent)}; rebuild the index")
+    passages = meta["passages"]
+    if isinstance(passages, bool) or not isinstance(passages, int) or passages < 0:
+        raise ValueError(f"{path}: passages must be a count, got {passages!r}; rebuild the index")
+    if kind is not None and found != kind:
+        raise ValueError(f"{index_dir} holds a {found!r} index, not {kind!r}")
+    if version is not None and meta.get("version") != version:
+        raise ValueError(f"{index_dir} was built by another version; rebuild it")
+    return meta
+
+
+def index_kind(index_dir: str | os.PathLike) -> str:
+    """The kind (one of :data:`KINDS`) of the index saved in ``index_dir``, without opening it."""
+    return read_meta(index_dir)["kind"]
+
+
+def begin_build(out_dir: str | os.PathLike) -> Path:
+    """The index directory, created, with any ``retriever.json`` removed: a build cut short leaves none."""
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / META).unlink(missing_ok=True)
+    return directory
+
+
+def write_meta(index_dir: str | os.PathLike, meta: dict[str, Any]) -> None:
+    """Write ``retriever.json`` whole or not at all (a partial file, then a rename)."""
+    path = Path(index_dir) / META
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def open_corpus_of(
+    index_dir: str | os.PathLike, meta: dict[str, Any], corpus: Corpus | None, num_docs: int
+) -> Corpus:
+    """``corpus``, or the store ``retriever.json`` records (relative to ``index_dir``, or absolute)."""
+    if corpus is None:
+        store = recorded_path(index_dir, meta["corpus"])
+        if not is_store(store):
+            raise missing(index_dir, "corpus", meta["corpus"], "corpus store")
+        corpus = Corpus.open(store)
+    if len(corpus) != num_docs:
+        raise ValueError(f"the index covers {num_docs} passages but the corpus {corpus} holds {len(corpus)}")
+    return corpus
 
 
 def relative_to_index(index_dir: str | os.PathLike, target: str | os.PathLike) -> str:
@@ -67,13 +147,8 @@ def relink(
     encoder directory must exist. Paths not given keep their place, rewritten
     relative when they still lead somewhere. Returns the new metadata.
     """
-    from retrieval_index.corpus import Corpus
-
     directory = Path(index_dir)
-    path = directory / META
-    if not path.exists():
-        raise FileNotFoundError(f"{index_dir} is not a retrieval index (no {META})")
-    meta = json.loads(path.read_text())
+    meta = read_meta(directory)
     is_dense = meta.get("kind") == "dense"
     for name, value in (("faiss_index", faiss_index), ("encoder", encoder)):
         if value is not None and not is_dense:
@@ -98,7 +173,5 @@ def relink(
     if is_dense:
         meta["faiss_index"] = relative_to_index(directory, places["faiss_index"])
         meta["encoder"] = {**meta["encoder"], "model_dir": relative_to_index(directory, places["encoder"])}
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(meta, indent=1) + "\n")
-    os.replace(partial, path)
+    write_meta(directory, meta)
     return meta

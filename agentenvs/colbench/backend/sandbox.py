@@ -1,7 +1,7 @@
 """Run untrusted code on call expressions, each evaluation in a fresh, jailed process.
 
 ``Sandbox.run(code, calls)`` asks a pre-started template
-(:mod:`agentenvs.colbench.jail`: ``python -s -S -B``, no site-packages, an
+(:mod:`agentenvs.colbench.backend.jail`: ``python -s -S -B``, no site-packages, an
 environment holding only a fixed string-hash seed) to fork a jail: new
 namespaces, a root holding only the standard library and
 :data:`JAIL_PACKAGES`, rlimits, a uid of its own and a seccomp allow-list
@@ -500,7 +500,7 @@ class Sandbox:
 
     @property
     def isolation(self) -> str:
-        """The isolation the template reached (starting it if need be); see :mod:`~agentenvs.colbench.jail`."""
+        """The isolation the template reached (starting it if need be); see :mod:`~agentenvs.colbench.backend.jail`."""
         return self._running_template().isolation
 
     def run(self, code: str, calls: Sequence[str], *, split_namespace: bool = False) -> SandboxRun:

@@ -53,14 +53,14 @@ Known hacks        none under the default weights: every turn before the answer
 =================  =============================================================
 
 Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's
-rules, for parity); see :mod:`agentenvs.colbench.scoring`. Every answer runs
-in :class:`~agentenvs.colbench.sandbox.Sandbox`; the reference outputs stay in
+rules, for parity); see :mod:`agentenvs.colbench.backend.scoring`. Every answer runs
+in :class:`~agentenvs.colbench.backend.sandbox.Sandbox`; the reference outputs stay in
 this process; ``env.scoring_errors`` counts the jail lines that could not be
 decoded and the comparisons that raised (each failed its call, none raised). ``info["privileged"]`` (SWEET-RL's training-time information):
 ``reference`` (the source), ``hidden_facts`` (the collaborator's answers,
 one per fact) and ``function``; never rendered. Tasks: built in (train
 10,000 / valid 1,000 / test 1,000) or ColBench's files with ``data_dir=``
-(see :mod:`agentenvs.colbench.tasks`).
+(see :mod:`agentenvs.colbench.backend.tasks`).
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentenvs.colbench.backend.sandbox import CallResult, Sandbox, SandboxLimits
+from agentenvs.colbench.backend.scoring import SCORINGS, evaluate
+from agentenvs.colbench.backend.tasks import BackendTask, GeneratedTasks, OfficialTasks
 from agentenvs.colbench.collaborators import BACKEND_REPLY_CHARS, Collaborator
 from agentenvs.colbench.dialogue import CollaborationEnv
-from agentenvs.colbench.sandbox import CallResult, Sandbox, SandboxLimits
-from agentenvs.colbench.scoring import SCORINGS, evaluate
-from agentenvs.colbench.tasks import BackendTask, GeneratedTasks, OfficialTasks
 
 INSTRUCTIONS = (
     "You are helping a person write a Python function. Their request is vague on purpose: the "
@@ -166,9 +166,3 @@ class ColBenchEnv(CollaborationEnv):
         self.sandbox.close()
         self.reference_sandbox.close()
         super().close()
-
-    def expert(self) -> Any:
-        """The expert named in the family's registry entry (imported on demand)."""
-        from agentenvs.colbench.expert import ColBenchExpert
-
-        return ColBenchExpert(self)

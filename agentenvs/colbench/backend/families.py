@@ -7,7 +7,7 @@ the request names only the function and its purpose. Each family turns its
 parameters into:
 
 - ``request``: the short, vague request the agent sees;
-- ``facts``: one :class:`Fact` per independent hidden detail, each with the
+- ``facts``: one :class:`~agentenvs.colbench.sources.Fact` per independent hidden detail, each with the
   words a question about it would use and the collaborator's answer;
 - ``source``: the reference function (plain Python, no imports, ≤ 50 lines);
 - ``calls``: ~10 call expressions that exercise every hidden detail.
@@ -24,15 +24,7 @@ from typing import Any
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Fact:
-    """One hidden detail: the question words that select it, the expert's question, the answer."""
-
-    key: str
-    keywords: tuple[str, ...]
-    question: str
-    answer: str
+from agentenvs.colbench.sources import Fact, pick
 
 
 @dataclass(frozen=True)
@@ -47,11 +39,6 @@ class Family:
     source: Callable[[dict[str, Any]], str]
     calls: Callable[[dict[str, Any], np.random.Generator], list[str]]
     default: dict[str, Any]
-
-
-def pick(rng: np.random.Generator, options: tuple | list) -> Any:
-    value = options[int(rng.integers(len(options)))]
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def money(value: float) -> str:

@@ -1,6 +1,6 @@
 """Backend scoring: the share of hidden test calls on which the answer's output equals the reference's.
 
-Two rule sets, both run the code in the :class:`~agentenvs.colbench.sandbox.Sandbox`:
+Two rule sets, both run the code in the :class:`~agentenvs.colbench.backend.sandbox.Sandbox`:
 
 - ``"sandbox"`` (default): code fences stripped, the code and the calls run
   as one module, a call passes when both the reference and the answer return
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentenvs.colbench.sandbox import CallResult, Sandbox
+from agentenvs.colbench.backend.sandbox import CallResult, Sandbox
 
 FORBIDDEN_SUBSTRINGS = (
     "import os",

@@ -4,12 +4,15 @@ A bundle is a folder of three files (and, for upload, one JSON document
 ``{"metadata": ..., "summary": ..., "episodes": [...]}`` holding the same):
 
 ``episodes.jsonl``
-    one line per finished episode (:data:`EPISODE_SCHEMA`): what replay needs
+    one line per finished episode (:data:`EPISODE_SCHEMA`), the JSON form of
+    an :class:`~agentenvs.eval.episodes.EpisodeRecord`: what replay needs
     (env id, split, task id, seed, every raw response) and what it must
     reproduce (per-turn rewards, obs and state keys, success, score), plus
     usage (prompt/completion tokens, seconds in the model and in the env), and
     ``end_reason``: ``terminated``, ``truncated`` or ``context_overflow`` (the
-    prompt no longer fit the model's context: a failure, score 0).
+    prompt no longer fit the model's context: a failure, score 0). A results
+    file of ``agentenvs run --out`` holds the same lines, which may also name
+    env kwargs and, from older versions, lack the usage (:data:`RECORD_SCHEMA`).
 ``summary.json``
     per env: episodes, success (95% Wilson interval) and score (95% bootstrap
     interval), mean turns, token totals, context overflows; ``overall``: the
@@ -22,7 +25,8 @@ A bundle is a folder of three files (and, for upload, one JSON document
     and stop strings) with their digest ``settings_digest``: submissions rank
     together only when it is equal (:data:`METADATA_SCHEMA`).
 
-Every read validates against the JSON schema (draft-07, :func:`validate`);
+Every read parses strict JSON (:func:`parse_json`: no ``NaN``, ``Infinity``
+or ``1e999``) and validates against the JSON schema (draft-07, :func:`validate`);
 the schema is part of the public format (``SUBMISSION_SCHEMA``). Beyond the
 schema, :func:`validate` enforces what JSON Schema cannot say:
 
@@ -37,15 +41,19 @@ schema, :func:`validate` enforces what JSON Schema cannot say:
   Greek letters (no Latin name with a Cyrillic ``е``);
 * ``package_version`` is a PEP 440 version (``created``, a UTC timestamp
   ``YYYY-MM-DDTHH:MM:SSZ`` of a real date, is the schema's ``date-time``).
+
+A number a bundle records and its recomputation (a replayed reward, a
+recomputed summary) agree by one rule, :func:`same_number`.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +62,8 @@ import numpy as np
 from packaging.version import InvalidVersion, Version
 
 import agentenvs
-from agentenvs.agents.panel import PanelSpec, panel_digest
 from agentenvs.core.keys import stable_digest
+from agentenvs.eval.panel import PanelSpec, panel_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
 BOOTSTRAP_RESAMPLES = 2000
@@ -118,6 +126,26 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "model_s": {"type": "number", "minimum": 0},
         "env_s": {"type": "number", "minimum": 0},
         "end_reason": {"enum": list(END_REASONS)},
+    },
+}
+# what only a model's episodes measure; a scripted agent's record holds zeros
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "model_s", "env_s")
+# a record of ``agentenvs run --out``: the episode's form for any env and kwargs (a bundle plays the
+# panel's envs with their defaults), where an env without splits, task ids or outcomes writes null
+NULLABLE_IN_RECORDS = ("split", "task_id", "success", "score")
+RECORD_SCHEMA: dict[str, Any] = {
+    **EPISODE_SCHEMA,
+    "required": [name for name in EPISODE_SCHEMA["required"] if name not in USAGE_FIELDS],
+    "properties": {
+        **EPISODE_SCHEMA["properties"],
+        "env_kwargs": {"type": "object"},
+        **{
+            name: {
+                **EPISODE_SCHEMA["properties"][name],
+                "type": [EPISODE_SCHEMA["properties"][name]["type"], "null"],
+            }
+            for name in NULLABLE_IN_RECORDS
+        },
     },
 }
 _interval = {
@@ -236,25 +264,57 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
 EPISODES_FILE, SUMMARY_FILE, METADATA_FILE = "episodes.jsonl", "summary.json", "metadata.json"
 SCHEMAS = {
     "episode": EPISODE_SCHEMA,
+    "record": RECORD_SCHEMA,
     "summary": SUMMARY_SCHEMA,
     "metadata": METADATA_SCHEMA,
     "submission": SUBMISSION_SCHEMA,
 }
-# compiled to Python code once: validating a large submission costs milliseconds
-_VALIDATORS = {kind: fastjsonschema.compile(schema) for kind, schema in SCHEMAS.items()}
+
+
+@functools.cache
+def _validator(kind: str) -> Callable[[Any], Any]:
+    """``kind``'s schema compiled to Python code, on first use (a command that reads no bundle pays
+    nothing); validating a large submission then costs milliseconds."""
+    return fastjsonschema.compile(SCHEMAS[kind])
 
 
 class BundleError(ValueError):
     """A bundle that does not follow the schema, or is incomplete."""
 
 
+def parse_json(text: str | bytes) -> Any:
+    """``text`` as JSON proper; ``BundleError`` ``not JSON: <reason>`` otherwise.
+
+    Python's reader accepts what no JSON number means (``NaN``, ``Infinity``,
+    ``1e999``, which parses as infinity): refused, as is nesting deeper than
+    Python recurses (``[[[…]]]`` 200,000 deep) and text that is not UTF-8.
+    """
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise BundleError(f"not JSON: {type(exc).__name__}: {exc}") from None
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def validate(kind: str, data: Any) -> None:
     """Check ``data`` against the ``kind`` schema and the rules beyond it (module docstring)."""
     try:
-        _VALIDATORS[kind](data)
+        _validator(kind)(data)
+        problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
     except fastjsonschema.JsonSchemaValueException as exc:
         raise BundleError(f"{kind}: {exc.message[:300]}") from None
-    problem = next(_value_problems(SCHEMAS[kind], data, "data"), None)
+    except RecursionError:  # a free-form value (a record's env kwargs) nested deeper than Python recurses
+        raise BundleError(f"{kind}: nested too deeply to check") from None
     if problem is not None:
         raise BundleError(f"{kind}: {problem[:300]}")
 
@@ -354,6 +414,29 @@ def submission_metadata(
     }
 
 
+# the tolerance of every comparison of recorded numbers with recomputed ones (see same_number)
+RELATIVE_TOLERANCE = 1e-9
+ABSOLUTE_TOLERANCE = 1e-12
+
+
+def same_number(recorded: Any, recomputed: Any) -> bool:
+    """Whether a recorded number and its recomputation agree; the one rule replay and the board apply.
+
+    ``|a − b| ≤ max(1e-9 · max(|a|, |b|), 1e-12)`` (``math.isclose`` with
+    :data:`RELATIVE_TOLERANCE` and :data:`ABSOLUTE_TOLERANCE`). JSON carries
+    doubles exactly, so the slack only absorbs a sum taken in another order
+    (a return, a component sum, a summary mean); an edited number is off by far
+    more. Strings (keys) compare exactly; None agrees only with None.
+    """
+    if isinstance(recorded, str) or isinstance(recomputed, str):
+        return recorded == recomputed
+    if recorded is None or recomputed is None:
+        return recorded is None and recomputed is None
+    return math.isclose(
+        float(recorded), float(recomputed), rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE
+    )
+
+
 # ------------------------------------------------------------------ summary
 def bootstrap_interval(values: Sequence[float], rng: np.random.Generator) -> tuple[float, float, np.ndarray]:
     """95% percentile-bootstrap interval of the mean, and the resampled means."""
@@ -431,7 +514,7 @@ def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> list[str]:
-    """Where two summaries differ (numbers compared to 1e-9 relative)."""
+    """Where two summaries differ (numbers compared by :func:`same_number`)."""
     if isinstance(actual, Mapping):
         if not isinstance(claimed, Mapping) or set(claimed) != set(actual):
             return [f"{path}: keys {sorted(claimed) if isinstance(claimed, Mapping) else claimed!r}"]
@@ -442,7 +525,7 @@ def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> lis
         ]
     if isinstance(claimed, bool) or not isinstance(claimed, (int, float)):
         return [f"{path}: {claimed!r}, recomputed {actual!r}"]
-    if not math.isclose(float(claimed), float(actual), rel_tol=1e-9, abs_tol=1e-12):
+    if not same_number(claimed, actual):
         return [f"{path}: {claimed!r}, recomputed {actual!r}"]
     return []
 
@@ -456,9 +539,9 @@ def read_episode_lines(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                episode = json.loads(line)
+                episode = parse_json(line)
                 validate("episode", episode)
-            except (json.JSONDecodeError, BundleError) as exc:
+            except BundleError as exc:
                 raise BundleError(f"{path.name}:{number}: {exc}") from None
             episodes.append(episode)
     return episodes
@@ -473,8 +556,10 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_json(path: Path, kind: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = parse_json(path.read_bytes())
+    except OSError as exc:
+        raise BundleError(f"{path.name}: {exc}") from None
+    except BundleError as exc:
         raise BundleError(f"{path.name}: {exc}") from None
     validate(kind, data)
     return data

@@ -1,6 +1,6 @@
 """The sandbox's jail: a pre-started template that forks one fresh jail per evaluation.
 
-Started by :mod:`agentenvs.colbench.sandbox` as ``python -s -S -B [-P] jail.py``
+Started by :mod:`agentenvs.colbench.backend.sandbox` as ``python -s -S -B [-P] jail.py``
 with the environment ``{"PYTHONHASHSEED": "0"}`` and nothing else: no user
 site, no site-packages, no script folder on ``sys.path``, and a fixed
 string-hash seed, so a set of strings iterates in one order in the reference's

@@ -1,7 +1,9 @@
-"""Index folders move: retriever.json records paths relative to the folder; old absolute ones still open."""
+"""retrieval_index.index_dir: retriever.json read and checked in one place; index folders move (paths in it are
+relative to the folder; old absolute ones still open); no backend imports another."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -11,7 +13,7 @@ import pytest
 
 from retrieval_index import BM25Retriever, Corpus, Passage, open_retriever, write_corpus_jsonl
 from retrieval_index.__main__ import main as retrieval_main
-from retrieval_index.index_paths import META, relink
+from retrieval_index.index_dir import META, index_kind, read_meta, relink
 
 PASSAGES = [
     Passage("0", "Hamlet", "Hamlet is a tragedy written by William Shakespeare."),
@@ -132,3 +134,62 @@ def test_a_retriever_json_with_no_path_where_one_belongs_is_refused_in_one_line(
     (tmp_path / "bm25" / META).write_text(json.dumps({**meta, "corpus": recorded}))
     with pytest.raises(ValueError, match="where a path belongs"):
         open_retriever(tmp_path / "bm25")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "is not JSON"),
+        (b"\xff\xfe{}", "is not JSON"),  # not UTF-8
+        (b"[1, 2]", "holds a list, not a JSON object"),
+        (b'"bm25"', "holds a str, not a JSON object"),
+        (b'{"kind": "lucene"}', "unknown index kind 'lucene'"),
+        (b"{}", "unknown index kind None"),
+        (b'{"kind": ["bm25"]}', "unknown index kind"),
+        (b'{"kind": "bm25", "version": 1, "passages": 3}', "lacks corpus"),
+        (b'{"kind": "dense", "corpus": "c"}', "lacks version, passages"),
+        (b'{"kind": "bm25", "version": 1, "passages": 2.5, "corpus": "c"}', "passages must be a count"),
+        (b'{"kind": "bm25", "version": 1, "passages": true, "corpus": "c"}', "passages must be a count"),
+        (b'{"kind": "bm25", "version": 1, "passages": -1, "corpus": "c"}', "passages must be a count"),
+    ],
+)
+def test_a_broken_retriever_json_is_refused_naming_the_file(tmp_path, content, message):
+    (tmp_path / META).write_bytes(content)
+    for read in (read_meta, index_kind, open_retriever, relink):
+        with pytest.raises(ValueError, match=message):
+            read(tmp_path)
+
+
+def test_read_meta_checks_kind_and_version_and_a_missing_file(tmp_path):
+    BM25Retriever.build(Corpus.from_passages(PASSAGES, tmp_path / "store"), tmp_path / "bm25")
+    assert read_meta(tmp_path / "bm25", "bm25", version=1)["passages"] == 3
+    with pytest.raises(ValueError, match="holds a 'bm25' index, not 'dense'"):
+        read_meta(tmp_path / "bm25", "dense")
+    with pytest.raises(ValueError, match="built by another version"):
+        read_meta(tmp_path / "bm25", "bm25", version=2)
+    with pytest.raises(FileNotFoundError, match="is not a retrieval index"):
+        read_meta(tmp_path / "store")
+    (tmp_path / "dir-named-like-the-file" / META).mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="is not a retrieval index"):
+        index_kind(tmp_path / "dir-named-like-the-file")
+
+
+BACKENDS = ("bm25", "dense", "lucene")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_backend_imports_another_and_each_saving_one_reads_its_folder_through_index_dir(backend):
+    path = Path(__file__).resolve().parents[1] / "retrieval_index" / f"{backend}.py"
+    imported, names = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    siblings = {f"retrieval_index.{other}" for other in BACKENDS if other != backend}
+    assert not imported & siblings
+    assert "retrieval_index.loading" not in imported
+    assert "META" not in names  # retriever.json is read and written by index_dir's functions only
+    if backend != "lucene":  # pyserini's folder is Lucene's own, with no retriever.json
+        assert {"read_meta", "write_meta", "open_corpus_of"} <= names

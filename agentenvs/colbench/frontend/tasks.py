@@ -15,16 +15,12 @@ Official: ``OfficialPages(data_dir)`` reads ColBench's
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agentenvs.colbench.families import Fact, pick
-from agentenvs.colbench.tasks import GeneratedSource, draw_in_split, official_files
-from agentenvs.core.tasks import IdListTaskSource, UnknownTaskError
+from agentenvs.colbench.sources import Fact, GeneratedSource, OfficialSource, draw_in_split, pick
 
 PREFIX = "colbench-page"
 
@@ -228,34 +224,12 @@ class GeneratedPages(GeneratedSource[PageTask]):
         return generate_page(split, index)
 
 
-class OfficialPages(IdListTaskSource[PageTask]):
+class OfficialPages(OfficialSource[PageTask]):
     """ColBench's published frontend tasks, from ``data_dir/frontend_tasks/{train,test}.jsonl``."""
 
-    def __init__(self, data_dir: str | Path) -> None:
-        self.files = official_files(data_dir, "frontend_tasks")
-        self._tasks: dict[str, PageTask] = {}
-        ids: dict[str, list[str]] = {}
-        for split, path in self.files.items():
-            ids[split] = []
-            with path.open(encoding="utf-8") as handle:
-                for number, line in enumerate(handle):
-                    if not line.strip():
-                        continue
-                    record = json.loads(line)
-                    task_id = f"{PREFIX}-official-{split}-{number:05d}"
-                    try:
-                        self._tasks[task_id] = PageTask(
-                            task_id, str(record["problem_description"]), str(record["ground_truth"]), ()
-                        )
-                    except KeyError as exc:
-                        raise ValueError(
-                            f"{path}:{number + 1}: not a ColBench frontend task ({exc!r})"
-                        ) from None
-                    ids[split].append(task_id)
-        super().__init__(ids)
+    prefix = PREFIX
+    folder = "frontend_tasks"
+    kind = "frontend"
 
-    def load(self, task_id: str) -> PageTask:
-        try:
-            return self._tasks[task_id]
-        except KeyError:
-            raise UnknownTaskError(f"unknown task id {task_id!r}") from None
+    def parse(self, record: dict, task_id: str) -> PageTask:
+        return PageTask(task_id, str(record["problem_description"]), str(record["ground_truth"]), ())

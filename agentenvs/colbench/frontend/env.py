@@ -39,13 +39,13 @@ Known hacks        none under the default weights: every turn before the answer
                    black-image fallback paid for showing nothing)
 =================  =============================================================
 
-Similarity (``score``): :func:`~agentenvs.colbench.render.page_similarity`
+Similarity (``score``): :func:`~agentenvs.colbench.frontend.render.page_similarity`
 (deterministic) by default, or CLIP ViT-B/32 image-embedding cosine as in the
 paper with ``clip_checkpoint=`` a local CLIP folder (clipped to [0, 1]).
 ``success`` = similarity ≥ ``success_threshold`` (0.97 by default: the page
 with every design fact right scores 1.0, while the usual guess, every fact
 at its common default, stays below it on the built-in pages, as the tests
-check; ColBench itself reports no threshold). Renders: see :mod:`agentenvs.colbench.render`.
+check; ColBench itself reports no threshold). Renders: see :mod:`agentenvs.colbench.frontend.render`.
 Tasks: built in (train 10,000 / valid 1,000 / test 1,000) or ColBench's
 ``frontend_tasks/{train,test}.jsonl`` with ``data_dir=``.
 ``info["privileged"]``: ``reference`` (the page) and ``hidden_facts``.
@@ -61,14 +61,14 @@ from PIL import Image
 
 from agentenvs.colbench.collaborators import Collaborator, LLMDesignCollaborator
 from agentenvs.colbench.dialogue import CollaborationEnv
-from agentenvs.colbench.pages import GeneratedPages, OfficialPages
-from agentenvs.colbench.render import (
+from agentenvs.colbench.frontend.render import (
     ClipSimilarity,
     PageRenderer,
     decode_png,
     html_of,
     page_similarity,
 )
+from agentenvs.colbench.frontend.tasks import GeneratedPages, OfficialPages
 from agentenvs.core.env import StepOutcome
 from agentenvs.core.keys import stable_digest
 
@@ -188,9 +188,3 @@ class ColBenchFrontendEnv(CollaborationEnv):
     def close(self) -> None:
         self.renderer.close()
         super().close()
-
-    def expert(self) -> Any:
-        """The expert named in the family's registry entry (imported on demand)."""
-        from agentenvs.colbench.expert import ColBenchExpert
-
-        return ColBenchExpert(self)

@@ -41,7 +41,8 @@ pool of env copies per env id, one copy per worker at most).
 
 Resume: each finished episode is appended to ``episodes.jsonl`` and flushed;
 a rerun with the same model, panel and settings skips the episodes already
-there. An episode whose model calls fail after the client's retries is
+there, once they replay (:mod:`agentenvs.eval.replay`; one that does not is
+named and the rerun refused, as the board would refuse the bundle). An episode whose model calls fail after the client's retries is
 *crashed*: it is not written (a rerun plays it again), it is counted and
 reported with its error, and the summary is only written once every panel
 episode has finished.
@@ -62,7 +63,9 @@ from typing import Any, Protocol
 
 import gymnasium as gym
 
-from agentenvs.agents.bundle import (
+from agentenvs.core.chat import ChatError, ContextLengthError
+from agentenvs.core.prompting import Turn, chat_messages, observation_text
+from agentenvs.eval.bundle import (
     EPISODES_FILE,
     METADATA_FILE,
     SUMMARY_FILE,
@@ -74,11 +77,10 @@ from agentenvs.agents.bundle import (
     validate,
     write_json,
 )
-from agentenvs.agents.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
-from agentenvs.core.chat import ChatError, ContextLengthError
-from agentenvs.core.prompting import Turn, chat_messages, observation_text
+from agentenvs.eval.episodes import CONTEXT_OVERFLOW, EpisodeRecord
+from agentenvs.eval.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
+from agentenvs.eval.replay import Replayed, replay_records
 
-CONTEXT_OVERFLOW = "context_overflow"
 # where a backend cannot count tokens: UTF-8 bytes of the contents plus this much per message for the
 # chat template (a byte-level BPE token covers at least one byte, so bytes rarely undercount)
 TEMPLATE_TOKENS_PER_MESSAGE = 16
@@ -267,8 +269,8 @@ def play_model_episode(
     split: str,
     agent: str,
     settings: Mapping[str, Any],
-) -> dict[str, Any]:
-    """Play one panel episode with the model; the bundle line (see ``EPISODE_SCHEMA``).
+) -> EpisodeRecord:
+    """Play one panel episode with the model; its record (the bundle line, see ``EPISODE_SCHEMA``).
 
     ``settings`` is :func:`recorded_settings`' record.
     """
@@ -286,24 +288,18 @@ def play_model_episode(
     clock = time.perf_counter
     started = clock()
     observation, info = env.reset(seed=episode.seed, options={"task_id": episode.task_id})
-    env_s = clock() - started
-    model_s = 0.0
+    record = EpisodeRecord(
+        env_id=episode.env_id,
+        env_kwargs={},
+        split=split,
+        seed=episode.seed,
+        task_id=episode.task_id,
+        agent=agent,
+        obs_keys=[info["obs_key"]],
+        state_keys=[info["state_key"]],
+        env_s=clock() - started,
+    )
     history: list[Turn] = []
-    line: dict[str, Any] = {
-        "env_id": episode.env_id,
-        "env_kwargs": {},
-        "split": split,
-        "task_id": episode.task_id,
-        "seed": episode.seed,
-        "agent": agent,
-        "responses": [],
-        "rewards": [],
-        "obs_keys": [info["obs_key"]],
-        "state_keys": [info["state_key"]],
-        "component_sums": {},
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-    }
     terminated = truncated = overflowed = False
     while not (terminated or truncated):
         messages = chat_messages(
@@ -317,30 +313,19 @@ def play_model_episode(
             overflowed = True
             break
         finally:
-            model_s += clock() - started
+            record.model_s += clock() - started
         text = restore_stop(reply, stop)
         history.append(Turn(observation_text(observation), text))
         started = clock()
         observation, reward, terminated, truncated, info = env.step(text)
-        env_s += clock() - started
-        line["responses"].append(text)
-        line["rewards"].append(float(reward))
-        line["obs_keys"].append(info["obs_key"])
-        line["state_keys"].append(info["state_key"])
-        for name, value in info["reward_components"].items():
-            line["component_sums"][name] = line["component_sums"].get(name, 0.0) + float(value)
-        line["prompt_tokens"] += int(reply.prompt_tokens or 0)
-        line["completion_tokens"] += int(reply.completion_tokens or 0)
-    line.update(
-        success=False if overflowed else bool(info["success"]),
-        score=0.0 if overflowed else float(info["score"]),
-        turns=len(line["responses"]),
-        model_s=model_s,
-        env_s=env_s,
-        end_reason=CONTEXT_OVERFLOW if overflowed else "terminated" if terminated else "truncated",
-    )
-    line["return"] = float(sum(line["rewards"]))
-    return line
+        record.env_s += clock() - started
+        record.add_step(text, reward, info)
+        record.prompt_tokens += int(reply.prompt_tokens or 0)
+        record.completion_tokens += int(reply.completion_tokens or 0)
+    record.success = False if overflowed else bool(info["success"])
+    record.score = 0.0 if overflowed else float(info["score"])
+    record.end_reason = CONTEXT_OVERFLOW if overflowed else "terminated" if terminated else "truncated"
+    return record
 
 
 class _EnvPool:
@@ -381,6 +366,25 @@ def _finished_episodes(path: Path) -> list[dict[str, Any]]:
     return read_episode_lines(path)
 
 
+def _check_replays(
+    path: Path, lines: Sequence[dict[str, Any]], on_replayed: Callable[[int, Replayed], None] | None
+) -> None:
+    """Refuse to resume onto episodes that do not replay (:mod:`agentenvs.eval.replay`).
+
+    The board replays every episode; an episode edited since it was written,
+    or written by a version whose envs differ, would get the finished bundle
+    rejected there, so the resume stops here and names it.
+    """
+    records = [EpisodeRecord.from_validated(line) for line in lines]  # read_episode_lines validated them
+    replays = replay_records(records, on_replayed=on_replayed)
+    for number, (record, replayed) in enumerate(zip(records, replays), start=1):
+        if not replayed.reproduced:
+            raise BundleError(
+                f"{path.name}: episode {number} ({record.env_id} task {record.task_id} seed {record.seed}) "
+                f"does not replay: {'; '.join(replayed.problems[:3])}; remove it to play it again"
+            )
+
+
 def run_eval(
     env_ids: Sequence[str],
     backend: ChatBackend,
@@ -393,13 +397,18 @@ def run_eval(
     concurrency: int = 8,
     settings: GenerationSettings = GenerationSettings(),
     on_start: Callable[[int], None] | None = None,
-    on_episode: Callable[[PanelEpisode, dict[str, Any] | None], None] | None = None,
+    on_episode: Callable[[PanelEpisode, EpisodeRecord | None], None] | None = None,
+    on_resume: Callable[[int], None] | None = None,
+    on_replayed: Callable[[int, Replayed], None] | None = None,
 ) -> EvalReport:
     """Play every episode of ``spec`` for ``env_ids`` not yet in ``out``; write the bundle there.
 
-    For progress display, ``on_start(pending)`` is called with the number of
-    episodes left to play, and ``on_episode(episode, line)`` after each one
-    (``line`` is None for a crashed one).
+    For progress display, ``on_resume(finished)`` is called with the number
+    of episodes already in ``out`` before they are replayed (``on_replayed``
+    is the replay's, :func:`~agentenvs.eval.replay.replay_records`),
+    ``on_start(pending)`` with the number of episodes left to play, and
+    ``on_episode(episode, record)`` after each one (``record`` is None for a
+    crashed one).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -443,13 +452,16 @@ def run_eval(
     stray = done_keys - wanted
     if stray:
         raise BundleError(f"{episodes_path} holds episodes outside this panel, e.g. {min(stray)}")
+    if finished and on_resume is not None:
+        on_resume(len(finished))
+    _check_replays(episodes_path, finished, on_replayed)
     report = EvalReport(skipped=len(done_keys))
     pending = [(panel, e) for panel in panels for e in panel.episodes if e.key not in done_keys]
     if on_start is not None:
         on_start(len(pending))
     pool = _EnvPool(spec.split)
 
-    def play(panel: EnvPanel, episode: PanelEpisode) -> dict[str, Any]:
+    def play(panel: EnvPanel, episode: PanelEpisode) -> EpisodeRecord:
         env = pool.borrow(panel.env_id)
         try:
             return play_model_episode(env, backend, episode, split=spec.split, agent=model, settings=used)
@@ -463,19 +475,20 @@ def run_eval(
             for future in as_completed(futures):
                 episode = futures[future]
                 try:
-                    line = future.result()
+                    record = future.result()
                 except Exception as exc:  # a crashed episode is reported and re-run on resume
                     report.crashed.append((episode, f"{type(exc).__name__}: {exc}"))
-                    line = None
+                    record = None
                 else:
+                    line = record.to_json()
                     sink.write(json.dumps(line) + "\n")
                     sink.flush()
                     finished.append(line)
                     report.played += 1
-                    report.model_s += line["model_s"]
-                    report.env_s += line["env_s"]
+                    report.model_s += record.model_s
+                    report.env_s += record.env_s
                 if on_episode is not None:
-                    on_episode(episode, line)
+                    on_episode(episode, record)
     finally:
         # on an interrupt, queued episodes never start; the few in flight end within their timeouts
         workers.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,12 @@
+"""ColBench frontend design (``agentenvs/ColBench-Frontend-v0``): a web page the person has in mind.
+
+Lives here: :mod:`~agentenvs.colbench.frontend.tasks` (generated landing
+pages with hidden design choices, and the official files),
+:mod:`~agentenvs.colbench.frontend.render` (Chromium renders and their
+similarity) and :mod:`~agentenvs.colbench.frontend.env` (the env).
+
+May import: ``agentenvs.core``, the shared modules of :mod:`agentenvs.colbench`
+(``sources``, ``protocol``, ``collaborators``, ``dialogue``), Pillow and,
+for rendering, Playwright (the ``colbench`` extra); never
+:mod:`agentenvs.colbench.backend`.
+"""
