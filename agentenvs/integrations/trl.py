@@ -62,7 +62,11 @@ replies, rewards, components, state keys), enough to replay it through
 ``gym.make``. The adapter calls ``GRPOTrainer._generate_single_turn``, the
 method TRL's own tool loop generates each turn with, so sampling follows the
 trainer's configuration; that method is TRL 1.16's (the ``trl`` extra pins
-it). Needs the ``trl`` extra.
+it). Tested in one process (transformers generation on CPU); with several
+processes the episodes of each may take different numbers of turns, so each
+calls the generation backend a different number of times, which vLLM's
+server mode (it gathers prompts across processes) does not allow. Needs the
+``trl`` extra.
 """
 
 from __future__ import annotations
