@@ -45,8 +45,11 @@ privileged info            never shown: messages hold only observations,
 =========================  =====================================================
 
 A reply that stops early (the model's token limit) still goes to the env as
-written; a rollout verifiers ends by itself (an error, a timeout, an overlong
-prompt) keeps the turns played so far. Needs the ``verifiers`` extra, in a
+written. verifiers ends some rollouts by itself, before the env sees the
+reply: an empty reply (``EmptyModelResponseError``, where ``gym.make`` would
+score an invalid turn), an error, a timeout, an overlong prompt; such a
+rollout keeps the turns played so far (its reward is their return, its
+``success`` and ``score`` 0) and carries verifiers' ``error``. Needs the ``verifiers`` extra, in a
 venv of its own: verifiers 0.3.1 needs ``websockets<17`` and the test extra
 pins ``openai`` 3 (see ``.ci/run``).
 """
