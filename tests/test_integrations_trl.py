@@ -162,6 +162,7 @@ def test_seeds_must_be_ints_and_not_empty():
         GRPOEnvironment(ENV_ID, seeds=[True])
     with pytest.raises(ValueError, match="empty"):
         GRPOEnvironment(ENV_ID, seeds=[])
+    assert len(GRPOEnvironment(ENV_ID, seeds=[2**64]).train_dataset()) == 1  # any seed reset takes
 
 
 def test_one_dataset_row_per_seed_and_a_foreign_prompt_is_refused():

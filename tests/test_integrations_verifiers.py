@@ -116,7 +116,7 @@ def test_rewards_and_components_equal_a_direct_gym_rollout_of_the_same_replies(e
     weights = gym.make(ENV_ID).unwrapped.reward_weights
     for output in outputs:
         direct = gym.make(ENV_ID)
-        _, info = direct.reset(seed=output["info"]["seed"])
+        _, info = direct.reset(seed=int(output["info"]["seed"]))
         assert info["task_id"] == output["info"]["task_id"]
         rewards, totals, keys = [], dict.fromkeys(weights, 0.0), [info["state_key"]]
         for reply in replies(output):
@@ -165,3 +165,14 @@ def test_the_readme_example_runs_against_the_local_server(server, tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.stdout.splitlines()) == 8  # 4 seeds × 2 rollouts, one line each
+
+
+def test_seeds_past_the_int64_range_make_rows_that_reset_to_the_same_prompt():
+    env = load_environment(ENV_ID, seeds=[2**64, 10**30])
+    direct = gym.make(ENV_ID)
+    for row, seed in zip(env.get_eval_dataset(), [2**64, 10**30]):
+        assert int(row["info"]["seed"]) == seed
+        observation, _ = direct.reset(seed=seed)
+        assert observation in row["prompt"][-1]["content"]
+    with pytest.raises(TypeError, match="ints"):
+        load_environment(ENV_ID, seeds=[1.5])

@@ -21,7 +21,7 @@ dataset row                one ``reset(seed=s)`` per seed given: ``prompt`` is
                            (system: ``env.unwrapped.instructions``; user: the
                            first observation, with the admissible actions
                            where ``info`` lists them); ``info`` holds the seed
-                           and the task id
+                           (a decimal string) and the task id
 ``setup_state``            a fresh ``gym.make(env_id, **env_kwargs)`` per
                            rollout, reset with the row's seed (nothing shared
                            between concurrent rollouts)
@@ -115,7 +115,8 @@ class AgentEnvsMultiTurnEnv(vf.MultiTurnEnv):
                 {
                     "prompt": chat_messages(self.instructions, observation, info),
                     "answer": "",
-                    "info": {"seed": seed, "task_id": str(info["task_id"])},
+                    # the seed as a decimal string: Arrow holds no integer past 2**63 - 1, reset takes any
+                    "info": {"seed": str(seed), "task_id": str(info["task_id"])},
                 }
             )
         probe.close()
