@@ -31,6 +31,10 @@ def test_no_adapter_imports_baselines_or_leaderboard():
 
 
 def test_importing_the_package_imports_no_rl_library():
-    code = "import sys, agentenvs.integrations; print(sorted({'trl', 'verifiers', 'torch'} & set(sys.modules)))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    code = (
+        "import sys, agentenvs.integrations; print(sorted({'trl', 'verifiers', 'torch'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert result.stdout.strip() == "[]"

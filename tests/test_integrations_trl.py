@@ -29,14 +29,19 @@ def tiny_policy(environment: GRPOEnvironment):
     tokenizer = bpe_tokenizer(texts, vocab_size=300, words=MOVES)
     tokenizer.chat_template = CHAT_TEMPLATE
     model = random_causal_lm(
-        len(tokenizer), hidden_size=32, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id
+        len(tokenizer),
+        hidden_size=32,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     return model, tokenizer
 
 
 def bare_moves_only(tokenizer) -> dict:
     """Generation settings that leave the sampler the moves, the separator and the (favoured) end of text."""
-    allowed = {tokenizer.convert_tokens_to_ids(token) for token in [*MOVES, SEPARATOR]} | {tokenizer.eos_token_id}
+    allowed = {tokenizer.convert_tokens_to_ids(token) for token in [*MOVES, SEPARATOR]} | {
+        tokenizer.eos_token_id
+    }
     return {
         "suppress_tokens": [token for token in range(len(tokenizer)) if token not in allowed],
         "sequence_bias": [[[tokenizer.eos_token_id], 2.0]],
@@ -91,8 +96,11 @@ def trained(tmp_path_factory):
         use_cpu=True,
         seed=0,
     )
-    trainer = trl.GRPOTrainer(model=model, args=config, processing_class=tokenizer, **environment.trainer_kwargs())
+    trainer = trl.GRPOTrainer(
+        model=model, args=config, processing_class=tokenizer, **environment.trainer_kwargs()
+    )
     trainer.train()
+    environment.close()
     return trainer, environment, episodes, before
 
 
@@ -103,7 +111,9 @@ def test_two_grpo_steps_move_the_parameters_with_non_zero_advantages(trained):
     # a group whose rewards all agree has zero advantages; some group in the run did not
     assert min(entry["frac_reward_zero_std"] for entry in logs) < 1.0
     assert max(entry["reward_std"] for entry in logs) > 0.0
-    changed = [name for name, tensor in trainer.model.named_parameters() if not torch.equal(tensor, before[name])]
+    changed = [
+        name for name, tensor in trainer.model.named_parameters() if not torch.equal(tensor, before[name])
+    ]
     assert len(changed) == len(before)
     assert len(episodes) == 16 and any(len(episode.responses) > 1 for episode in episodes)
 
@@ -115,7 +125,9 @@ def test_each_reward_component_is_logged_and_they_add_up_to_the_return(trained):
     assert names == {"outcome", "box_placement", "format", "step_penalty", "invalid_action"}
     for entry in logs:
         assert {f"rewards/{name}/mean" for name in names} <= set(entry)
-        assert math.isclose(sum(entry[f"rewards/{name}/mean"] for name in names), entry["reward"], abs_tol=1e-5)
+        assert math.isclose(
+            sum(entry[f"rewards/{name}/mean"] for name in names), entry["reward"], abs_tol=1e-5
+        )
     step_mean = sum(episode.episode_return for episode in episodes[:8]) / 8
     assert math.isclose(logs[0]["reward"], step_mean, abs_tol=1e-5)
     # the random replies are sometimes legal: invalid_action fired in some turns and not in others
@@ -170,7 +182,7 @@ def test_one_dataset_row_per_seed_and_a_foreign_prompt_is_refused():
     rows = environment.train_dataset()
     assert len(rows) == 3 and rows[0]["prompt"] == rows[1]["prompt"] != rows[2]["prompt"]
     env = gym.make(ENV_ID)
-    observation, info = env.reset(seed=5)
+    observation, _ = env.reset(seed=5)
     assert rows[2]["prompt"][0] == {"role": "system", "content": env.unwrapped.instructions}
     assert observation in rows[2]["prompt"][1]["content"] and "privileged" not in str(rows[2]["prompt"])
     foreign = [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]

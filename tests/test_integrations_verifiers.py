@@ -22,7 +22,8 @@ import gymnasium as gym
 import pytest
 
 vf = pytest.importorskip(
-    "verifiers", reason="verifiers is not installed here: CI's verifiers step runs this module in .venv-verifiers"
+    "verifiers",
+    reason="verifiers is not installed here: CI's verifiers step runs this module in .venv-verifiers",
 )
 pytest.importorskip("torch")
 from fixtures.app_server import serving  # noqa: E402
@@ -47,9 +48,13 @@ def reply_word_tokenizer():
     from transformers import PreTrainedTokenizerFast
 
     words = ["<pad>", "<unk>", "<eos>", *REPLY_WORDS]
-    backend = Tokenizer(models.WordLevel({word: index for index, word in enumerate(words)}, unk_token="<unk>"))
+    backend = Tokenizer(
+        models.WordLevel({word: index for index, word in enumerate(words)}, unk_token="<unk>")
+    )
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>"
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
@@ -59,7 +64,10 @@ def server(tmp_path_factory):
     """The local OpenAI-compatible server over a tiny random model that speaks in Sokoban's reply words."""
     tokenizer = reply_word_tokenizer()
     model = random_causal_lm(
-        len(tokenizer), hidden_size=32, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id
+        len(tokenizer),
+        hidden_size=32,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     folder = tmp_path_factory.mktemp("tiny-chat")
     model.save_pretrained(folder)
@@ -112,7 +120,7 @@ def test_each_rollout_ran_to_the_env_s_end_or_stopped_on_an_empty_reply(evaluate
 
 
 def test_rewards_and_components_equal_a_direct_gym_rollout_of_the_same_replies(evaluated):
-    env, outputs = evaluated
+    _, outputs = evaluated
     weights = gym.make(ENV_ID).unwrapped.reward_weights
     for output in outputs:
         direct = gym.make(ENV_ID)
@@ -161,7 +169,13 @@ def test_the_readme_example_runs_against_the_local_server(server, tmp_path):
         MODEL="tiny",
     )
     result = subprocess.run(
-        [sys.executable, str(script)], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, str(script)],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.stdout.splitlines()) == 8  # 4 seeds × 2 rollouts, one line each

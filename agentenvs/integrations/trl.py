@@ -119,7 +119,9 @@ class ComponentReward:
     def __init__(self, component: str) -> None:
         self.__name__ = component
 
-    def __call__(self, completions: Sequence[Any], agentenvs_returns: Sequence[Mapping[str, float]], **_: Any) -> list[float]:
+    def __call__(
+        self, completions: Sequence[Any], agentenvs_returns: Sequence[Mapping[str, float]], **_: Any
+    ) -> list[float]:
         return [returns[self.__name__] for returns in agentenvs_returns]
 
 
@@ -130,7 +132,7 @@ def _prompt_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str],
 class _Rollout:
     """One episode in progress inside a batch."""
 
-    def __init__(self, env: gym.Env, seed: int, prompt_ids: list[int], observation: Any, info: dict[str, Any]):
+    def __init__(self, env: gym.Env, seed: int, prompt_ids: list[int], info: Mapping[str, Any]) -> None:
         self.env = env
         self.seed = seed
         self.prompt_ids = prompt_ids
@@ -139,8 +141,6 @@ class _Rollout:
         # the sampler's log-probabilities of the completion's tokens (0 on observations); None when the
         # generation backend gives none (transformers), as TRL's own generation returns
         self.logprobs: list[float] | None = []
-        self.observation = observation
-        self.info = info
         self.task_id = str(info["task_id"])
         self.responses: list[str] = []
         self.rewards: list[float] = []
@@ -200,6 +200,12 @@ class GRPOEnvironment:
     def _make_env(self) -> gym.Env:
         return gym.make(self.env_id, **self.env_kwargs)
 
+    def close(self) -> None:
+        """Close the envs the rollouts reuse (one per rollout slot of the largest batch seen)."""
+        for env in self._envs:
+            env.close()
+        self._envs = []
+
     def train_dataset(self) -> Any:
         """A ``datasets.Dataset`` with one ``prompt`` (chat messages) per seed."""
         from datasets import Dataset
@@ -208,7 +214,11 @@ class GRPOEnvironment:
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """``train_dataset``, ``reward_funcs`` and ``rollout_func`` for ``GRPOTrainer(...)``."""
-        return {"train_dataset": self.train_dataset(), "reward_funcs": self.reward_funcs, "rollout_func": self}
+        return {
+            "train_dataset": self.train_dataset(),
+            "reward_funcs": self.reward_funcs,
+            "rollout_func": self,
+        }
 
     # ------------------------------------------------------------------ the rollout
     def __call__(self, prompts: Sequence[Sequence[Mapping[str, Any]]], trainer: Any) -> dict[str, Any]:
@@ -249,7 +259,9 @@ class GRPOEnvironment:
     def _seed_of_prompt(self, prompt: Sequence[Mapping[str, Any]]) -> int:
         known = self._seed_of.get(_prompt_key(prompt))
         if known is None:
-            raise ValueError("a prompt the rollout did not build reached it: train on GRPOEnvironment's own dataset")
+            raise ValueError(
+                "a prompt the rollout did not build reached it: train on GRPOEnvironment's own dataset"
+            )
         return known[0]
 
     def _start(
@@ -268,7 +280,7 @@ class GRPOEnvironment:
                 list(prompt), add_generation_prompt=True, tokenize=True, return_dict=False, **template_kwargs
             )
         )
-        return _Rollout(env, seed, prompt_ids, observation, info)
+        return _Rollout(env, seed, prompt_ids, info)
 
     def _play_turn(
         self,
@@ -282,7 +294,9 @@ class GRPOEnvironment:
         """Step the env with the reply's text, then append the next observation's tokens if room is left."""
         rollout.completion_ids += reply_ids
         rollout.env_mask += [1] * len(reply_ids)
-        rollout.logprobs = None if reply_logprobs is None or rollout.logprobs is None else rollout.logprobs + reply_logprobs
+        rollout.logprobs = (
+            None if reply_logprobs is None or rollout.logprobs is None else rollout.logprobs + reply_logprobs
+        )
         response = tokenizer.decode(reply_ids, skip_special_tokens=True)
         observation, reward, terminated, truncated, info = rollout.env.step(response)
         components = {name: float(value) for name, value in info["reward_components"].items()}
@@ -297,7 +311,6 @@ class GRPOEnvironment:
         rollout.components.append(components)
         rollout.state_keys.append(str(info["state_key"]))
         rollout.terminated, rollout.truncated = bool(terminated), bool(truncated)
-        rollout.observation, rollout.info = observation, info
         if rollout.done:
             return
         next_user = chat_messages(self.instructions, observation, info)[-1]
@@ -331,7 +344,9 @@ class GRPOEnvironment:
         )
 
 
-def _turn_suffix_ids(tokenizer: Any, user_message: Mapping[str, str], template_kwargs: dict[str, Any]) -> list[int]:
+def _turn_suffix_ids(
+    tokenizer: Any, user_message: Mapping[str, str], template_kwargs: dict[str, Any]
+) -> list[int]:
     """The tokens the chat template puts between an assistant reply and the next reply: the user turn and
     the assistant header.
 
@@ -341,13 +356,23 @@ def _turn_suffix_ids(tokenizer: Any, user_message: Mapping[str, str], template_k
     """
     exchange = [{"role": "user", "content": "-"}, {"role": "assistant", "content": "-"}]
     render = tokenizer.apply_chat_template
-    prefix = list(render(exchange, add_generation_prompt=False, tokenize=True, return_dict=False, **template_kwargs))
+    prefix = list(
+        render(exchange, add_generation_prompt=False, tokenize=True, return_dict=False, **template_kwargs)
+    )
     full = list(
-        render([*exchange, dict(user_message)], add_generation_prompt=True, tokenize=True, return_dict=False, **template_kwargs)
+        render(
+            [*exchange, dict(user_message)],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+            **template_kwargs,
+        )
     )
     eos_positions = [index for index, token in enumerate(prefix) if token == tokenizer.eos_token_id]
     if eos_positions:
         prefix = prefix[: eos_positions[-1] + 1]
     if full[: len(prefix)] != prefix:
-        raise ValueError("the chat template renders a conversation's start differently once a turn follows it")
+        raise ValueError(
+            "the chat template renders a conversation's start differently once a turn follows it"
+        )
     return full[len(prefix) :]

@@ -100,7 +100,9 @@ class OutcomeMetric:
 class AgentEnvsMultiTurnEnv(vf.MultiTurnEnv):
     """``vf.MultiTurnEnv`` over ``gym.make(env_id, **env_kwargs)`` (mapping in the module docstring)."""
 
-    def __init__(self, env_id: str, seeds: Iterable[int], env_kwargs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, env_id: str, seeds: Iterable[int], env_kwargs: Mapping[str, Any] | None = None
+    ) -> None:
         self.gym_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         probe = gym.make(env_id, **self.env_kwargs)
@@ -151,7 +153,9 @@ class AgentEnvsMultiTurnEnv(vf.MultiTurnEnv):
         observation, reward, terminated, truncated, info = episode["env"].step(response)
         episode["responses"].append(response)
         episode["rewards"].append(float(reward))
-        episode["components"].append({name: float(value) for name, value in info["reward_components"].items()})
+        episode["components"].append(
+            {name: float(value) for name, value in info["reward_components"].items()}
+        )
         episode["state_keys"].append(str(info["state_key"]))
         episode["observation"], episode["info"] = observation, info
         if terminated or truncated:
@@ -177,8 +181,10 @@ def _message_text(message: Any) -> str:
     """The text of a chat message (a verifiers message object or a dict), "" when it has none."""
     content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
     if isinstance(content, list):
-        return "".join(str(part.get("text", "")) if isinstance(part, Mapping) else str(getattr(part, "text", ""))
-                       for part in content)
+        return "".join(
+            str(part.get("text", "")) if isinstance(part, Mapping) else str(getattr(part, "text", ""))
+            for part in content
+        )
     return content if isinstance(content, str) else ""
 
 
