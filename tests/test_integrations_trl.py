@@ -111,6 +111,9 @@ def test_two_grpo_steps_move_the_parameters_with_non_zero_advantages(trained):
     # a group whose rewards all agree has zero advantages; some group in the run did not
     assert min(entry["frac_reward_zero_std"] for entry in logs) < 1.0
     assert max(entry["reward_std"] for entry in logs) > 0.0
+    # with beta = 0 and no weight decay the advantage-weighted ratio is the loss's only gradient source
+    assert trainer.args.beta == 0.0 and trainer.args.weight_decay == 0.0
+    assert max(entry["grad_norm"] for entry in logs) > 0.0
     changed = [
         name for name, tensor in trainer.model.named_parameters() if not torch.equal(tensor, before[name])
     ]
