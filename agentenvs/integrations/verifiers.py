@@ -50,8 +50,8 @@ reply: an empty reply (``EmptyModelResponseError``, where ``gym.make`` would
 score an invalid turn), an error, a timeout, an overlong prompt; such a
 rollout keeps the turns played so far (its reward is their return, its
 ``success`` and ``score`` 0) and carries verifiers' ``error``. Needs the ``verifiers`` extra, in a
-venv of its own: verifiers 0.3.1 needs ``websockets<17`` and the test extra
-pins ``openai`` 3 (see ``.ci/run``).
+venv of its own: verifiers 0.3.1 requires ``openai-agents``, which needs
+``websockets<17``, below the test extra's (see ``.ci/run``).
 """
 
 from __future__ import annotations
