@@ -7,7 +7,8 @@ A reply of nothing but the end of text is empty: verifiers itself ends such a ro
 (``EmptyModelResponseError``), keeping the turns played before it.
 
 verifiers 0.3.1 requires openai-agents, which needs ``websockets<17``, below the test extra's, so this module
-runs in CI's verifiers step, in its own venv (``.venv-verifiers``: torch==2.13.0, then ``.[verifiers,train,serve]``).
+runs in CI's verifiers step, in its own venv (``.venv-verifiers``: torch==2.13.0, then
+``.[verifiers,train,serve]``).
 """
 
 from __future__ import annotations
