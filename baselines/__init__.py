@@ -5,7 +5,7 @@ module                      what it holds
 ==========================  ===================================================
 ``advantages``              the estimators, pure numpy, formula in each docstring
 ``losses``                  PPO-clip, KL, value, Bradley–Terry and DPO losses (torch)
-``prompts``                 per-family prompt templates (history window, actions)
+``prompts``                 prompt templates built from the env's own declarations
 ``policy``                  samplers: transformers ``generate``; vLLM when installed
 ``rollout``                 multi-turn rollouts over ``agentenvs.vector`` groups
 ``metrics``                 per-iteration JSONL metrics and the ``plot`` command
@@ -17,6 +17,8 @@ module                      what it holds
 ``experiments``             the CPU learning experiment (GRPO vs GiGPO)
 ==========================  ===================================================
 
-agentenvs never imports this package; it needs the ``train`` extra (torch,
-transformers, pyyaml; matplotlib for plots).
+May import: ``agentenvs.core``, ``agentenvs.vector`` and
+``agentenvs.diagnostics`` (the envs through ``gym.make``; no module here
+names a family). agentenvs never imports this package; it needs the
+``train`` extra (torch, transformers, pyyaml; matplotlib for plots).
 """

@@ -3,12 +3,18 @@
 A turn's prompt, in the style of the GiGPO/verl-agent prompts (our wording):
 
     <the env's instructions: its task and action format (``env.unwrapped.instructions``)>
-    Task: <the episode's first observation>        (families whose goal is stated there)
+    Task: <the episode's first observation>        (envs whose goal is stated there)
     Your last <h> observations and actions:        (history window, h = 2 by default)
     [Observation 3] ...  [Your action] ...
     Current observation (turn 5): ...
     Admissible actions: [...]                      (where the env lists them)
     <answer format: reason in <think></think>, then <action></action>>
+
+Everything env-specific comes from the env's declarations
+(:mod:`agentenvs.core.env`), read by :meth:`PromptTemplate.for_env`: its
+``instructions``, ``goal_in_first_observation`` (the ``Task:`` line) and its
+protocol's ``answer_format`` (tags, actions per turn, separator), so an env
+family added outside this package gets its prompts with no change here.
 
 ``style="compact"`` drops everything but the current observation and the
 turn marker, for tiny models trained from scratch on a small vocabulary.
@@ -21,16 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agentenvs.core.prompting import registered_instructions
+import gymnasium as gym
 
-# Families whose first observation states the goal, which later observations no longer repeat.
-GOAL_IN_FIRST_OBSERVATION = ("ALFWorld", "WebShop", "TextCraft", "BabyAI", "Search", "ColBench")
+from agentenvs.core.protocol import AnswerFormat
 
-
-def family_of(env_id: str) -> str:
-    """``"agentenvs/Sokoban-Verl-v0"`` → ``"Sokoban"``."""
-    name = env_id.split("/")[-1].rsplit("-v", 1)[0]
-    return name.split("-")[0]
+STYLES = ("full", "compact")
+# what for_env reads from env.unwrapped (the table of agentenvs.core.env)
+DECLARATIONS = ("instructions", "goal_in_first_observation", "protocol")
 
 
 @dataclass(frozen=True)
@@ -45,28 +48,72 @@ class HistoryEntry:
 class PromptTemplate:
     """Renders the prompt text of one turn (see the module docstring).
 
+    Build it from an env with :meth:`for_env`; the fields are the env's
+    declarations it copies and the template's own options.
+
     Args:
-        env_id: the env whose instructions open the prompt.
-        instructions: that env's ``instructions`` when it was built with other
-            kwargs than the registered ones (default: the registered env's).
+        instructions: the env's ``instructions``, which open every full prompt.
+        goal_in_first_observation: show the first observation as ``Task:`` after turn 0.
+        answer_format: the env protocol's tags, actions per turn and separator.
         history_window: how many past (observation, action) pairs to show.
         show_admissible: list the admissible actions when the env gives them.
-        think: ask for ``<think>`` reasoning before the ``<action>`` block.
+        think: ask for reasoning in the think block before the action.
         style: ``"full"`` or ``"compact"``.
-        max_actions: actions allowed per turn (Sokoban-v0: 3, separated by ``||``).
     """
 
-    env_id: str
+    instructions: str
+    goal_in_first_observation: bool
+    answer_format: AnswerFormat
     history_window: int = 2
     show_admissible: bool = True
     think: bool = True
     style: Literal["full", "compact"] = "full"
-    max_actions: int = 1
-    instructions: str | None = None
 
-    @property
-    def family(self) -> str:
-        return family_of(self.env_id)
+    def __post_init__(self) -> None:
+        if not isinstance(self.instructions, str):
+            raise TypeError(f"instructions must be a str, got {type(self.instructions).__name__}")
+        if not isinstance(self.goal_in_first_observation, bool):
+            kind = type(self.goal_in_first_observation).__name__
+            raise TypeError(f"goal_in_first_observation must be a bool, got {kind}")
+        if not isinstance(self.answer_format, AnswerFormat):
+            raise TypeError(f"answer_format must be an AnswerFormat, got {type(self.answer_format).__name__}")
+        if self.style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}, got {self.style!r}")
+        if isinstance(self.history_window, bool) or not isinstance(self.history_window, int):
+            raise TypeError(f"history_window must be an int, got {type(self.history_window).__name__}")
+        if self.history_window < 0:
+            raise ValueError(f"history_window must be >= 0, got {self.history_window}")
+
+    @classmethod
+    def for_env(
+        cls,
+        env: gym.Env,
+        *,
+        history_window: int = 2,
+        show_admissible: bool = True,
+        think: bool = True,
+        style: Literal["full", "compact"] = "full",
+    ) -> PromptTemplate:
+        """The template of ``env`` (any wrapper of an :class:`~agentenvs.core.env.AgentEnv`),
+        from ``env.unwrapped``'s ``instructions``, ``goal_in_first_observation`` and
+        ``protocol.answer_format``: an instance built with other kwargs than the registered
+        ones (more actions per turn, other turn limits) gets its own text."""
+        declared = env.unwrapped
+        missing = [name for name in DECLARATIONS if not hasattr(declared, name)]
+        if missing:
+            raise TypeError(
+                f"{type(declared).__name__} does not declare {', '.join(missing)}: a prompt template "
+                "reads them from an agentenvs env (see agentenvs.core.env)"
+            )
+        return cls(
+            instructions=declared.instructions,
+            goal_in_first_observation=declared.goal_in_first_observation,
+            answer_format=declared.protocol.answer_format,
+            history_window=history_window,
+            show_admissible=show_admissible,
+            think=think,
+            style=style,
+        )
 
     def render(
         self,
@@ -80,10 +127,8 @@ class PromptTemplate:
         """The prompt of turn ``turn`` (0-based) given the episode so far."""
         if self.style == "compact":
             return f"{observation}\n"
-        if self.style != "full":
-            raise ValueError(f"style must be 'full' or 'compact', got {self.style!r}")
-        parts = [self.instructions or registered_instructions(self.env_id)]
-        if turn > 0 and self.family in GOAL_IN_FIRST_OBSERVATION:
+        parts = [self.instructions]
+        if turn > 0 and self.goal_in_first_observation:
             parts.append(f"Task: {first_observation}")
         shown = list(history)[-self.history_window :] if self.history_window > 0 else []
         if shown:
@@ -110,14 +155,23 @@ class PromptTemplate:
         return "\n\n".join(parts)
 
     def _answer_format(self) -> str:
+        """The closing request, from the protocol's answer format: think block, action tags
+        (or a tag-free message), and up to ``max_actions`` joined by the separator."""
+        answer = self.answer_format
+        if answer.action_tags:
+            blocks = " or ".join(f"<{tag}> </{tag}>" for tag in answer.action_tags)
+            give = f"give your action inside {blocks}"
+        else:
+            give = "write your message after it, with no tags around it" if self.think else (
+                "write your message with no tags around it"
+            )
         several = (
-            f" You may give up to {self.max_actions} actions, separated by ' || ', in that one block."
-            if self.max_actions > 1
+            f" You may give up to {answer.max_actions} actions, separated by ' {answer.separator} ', "
+            "in that one block."
+            if answer.max_actions > 1 and answer.separator
             else ""
         )
         if self.think:
-            return (
-                "Think about the situation step by step inside <think> </think>, then give your "
-                f"action inside <action> </action>.{several}"
-            )
-        return f"Give your action inside <action> </action>.{several}"
+            think = f"<{answer.think_tag}> </{answer.think_tag}>"
+            return f"Think about the situation step by step inside {think}, then {give}.{several}"
+        return f"{give[0].upper()}{give[1:]}.{several}"

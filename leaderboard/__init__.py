@@ -6,4 +6,8 @@
 ``leaderboard.app``     the FastAPI app (upload, board, transcripts)
 ``leaderboard.seed``    the random and expert agents of every env, as submissions
 ``leaderboard.cli``     the ``leaderboard`` command
+
+May import: ``agentenvs.core``, :mod:`agentenvs.agents` and
+:mod:`agentenvs.eval` (bundles, panels, replay); nothing in agentenvs imports
+it.
 """

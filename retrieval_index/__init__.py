@@ -26,6 +26,9 @@ What lives where, each layer importing only from the layers above it:
 ``server``, ``ray_serve``,       the HTTP service, its Ray Serve replicas,
 ``client``, ``__main__``         its client (``types`` only), the CLI
 ===============================  ===========================================
+
+May import: nothing from agentenvs: the index and server stand alone, and
+the Search and WebShop families import them.
 """
 
 from retrieval_index.bm25 import BM25Retriever

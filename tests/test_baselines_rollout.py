@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 import agentenvs  # noqa: F401
 from agentenvs.vector import GroupedVectorEnv
 from baselines.policy import TransformersPolicy
-from baselines.prompts import HistoryEntry, PromptTemplate, family_of
+from baselines.prompts import HistoryEntry, PromptTemplate
 from baselines.rollout import PromptEncoder, RolloutEngine
 from baselines.tiny import bpe_tokenizer, random_causal_lm
 from baselines.trainers.samples import Sample, collate, sequence_logprobs
@@ -26,7 +26,7 @@ ACTIONS = ["up", "down", "left", "right"]
 def tokenizer():
     env = gym.make(ENV_ID, **ENV_KWARGS)
     texts = [str(env.reset(seed=i)[0]) for i in range(4)]
-    template = PromptTemplate(ENV_ID)
+    template = PromptTemplate.for_env(env)
     texts.append(template.render(first_observation=texts[0], history=[], observation=texts[0], turn=0))
     return bpe_tokenizer(texts, vocab_size=200, words=ACTIONS)
 
@@ -42,10 +42,8 @@ def model(tokenizer):
     )
 
 
-def test_family_and_template_window():
-    assert family_of("agentenvs/Sokoban-Verl-v0") == "Sokoban"
-    assert family_of("agentenvs/ALFWorld-v0") == "ALFWorld"
-    template = PromptTemplate("agentenvs/ALFWorld-v0", history_window=2)
+def test_template_window():
+    template = PromptTemplate.for_env(gym.make("agentenvs/ALFWorld-v0"), history_window=2)
     history = [HistoryEntry(f"obs{k}", f"act{k}") for k in range(4)]
     text = template.render(
         first_observation="Your task is to: x",
@@ -57,9 +55,9 @@ def test_family_and_template_window():
     assert "Task: Your task is to: x" in text
     assert "obs1" not in text and "[Observation 3] obs2" in text and "[Your action 4] act3" in text
     assert "'go to desk 1'" in text and "<action>" in text and "<think>" in text
-    compact = PromptTemplate(ENV_ID, style="compact")
+    compact = PromptTemplate.for_env(gym.make(ENV_ID), style="compact")
     assert compact.render(first_observation="a", history=history, observation="grid", turn=1) == "grid\n"
-    several = PromptTemplate("agentenvs/Sokoban-v0", max_actions=3, think=False)
+    several = PromptTemplate.for_env(gym.make("agentenvs/Sokoban-v0"), think=False)
     assert "up to 3 actions" in several.render(first_observation="g", history=[], observation="g", turn=0)
 
 
@@ -107,7 +105,9 @@ def test_constrained_sampling_only_emits_allowed_tokens(model, tokenizer):
 
 def _engine(model, tokenizer, context, group_size=3):
     vec = GroupedVectorEnv(ENV_ID, num_groups=2, group_size=group_size, env_kwargs=ENV_KWARGS)
-    template = PromptTemplate(ENV_ID, style="compact" if context == "full" else "full", history_window=2)
+    template = PromptTemplate.for_env(
+        gym.make(ENV_ID, **ENV_KWARGS), style="compact" if context == "full" else "full", history_window=2
+    )
     policy = TransformersPolicy(
         model, tokenizer, allowed_token_ids=[tokenizer.convert_tokens_to_ids(w) for w in ACTIONS]
     )
@@ -227,7 +227,7 @@ class BreaksOnTask(gym.Wrapper):
 def _crashing_engine(model, tokenizer, on_crash):
     kwargs = {**ENV_KWARGS, "max_turns": 6}
     vec = GroupedVectorEnv(BreaksOnTask, num_groups=2, group_size=3, env_kwargs={"broken_seed": 8, **kwargs})
-    template = PromptTemplate(ENV_ID, style="compact")
+    template = PromptTemplate.for_env(gym.make(ENV_ID, **kwargs), style="compact")
     policy = TransformersPolicy(model, tokenizer, allowed_token_ids=[tokenizer.convert_tokens_to_ids("up")])
     return vec, RolloutEngine(vec, policy, tokenizer, template, max_new_tokens=1, on_crash=on_crash)
 

@@ -156,7 +156,7 @@ def test_play_episode_lays_out_policy_and_environment_tokens():
         return policy.generate([prompt_ids], max_new_tokens=1, seed=len(calls))[0], None
 
     [row] = task_rows(ENV_ID, "train", 1, env_kwargs=ENV_KWARGS)
-    template = PromptTemplate(ENV_ID, style="compact")
+    template = PromptTemplate.for_env(env, style="compact")
     episode = asyncio.run(
         play_episode(generate, tokenizer, env, template, row["extra_info"]["task_id"], response_length=512)
     )

@@ -10,7 +10,10 @@
 - info values keep one type per key; Gymnasium's vector envs (sync, async with
   its shared memory) read exactly like single envs across episode ends;
 - envs pickle and deep-copy; a restored snapshot continues bit-identically;
-- ``score`` lies in [0, 1]; ``help()`` shows each env's table.
+- ``score`` lies in [0, 1]; ``help()`` shows each env's table;
+- every env declares what a model is told, one type each: ``instructions``
+  (a read-only property), ``goal_in_first_observation`` (a class-level bool)
+  and a protocol whose declared answer format is the one it reads.
 
 Heavy checks cover up to three ids per family (``contract_ids``).
 """
@@ -36,7 +39,7 @@ from contract_driver import NOISE, choose_response, contract_ids, digest, rollou
 from gymnasium.utils.env_checker import check_env
 
 import agentenvs
-from agentenvs.core import derive_rng
+from agentenvs.core import AnswerFormat, ResponseProtocol, derive_rng
 from agentenvs.core.env import TURN_COMPONENTS
 from agentenvs.core.registration import PolicyUnavailable, make_expert
 
@@ -59,6 +62,28 @@ def test_env_checker_is_clean(env_id):
         check_env(env.unwrapped)
     problems = [str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)]
     assert not problems, problems
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_env_declares_what_a_model_is_told(env_id):
+    env = gym.make(env_id)
+    base, family = env.unwrapped, type(env.unwrapped)
+    assert isinstance(inspect.getattr_static(family, "instructions"), property)
+    with pytest.raises(AttributeError):
+        base.instructions = "other text"
+    assert isinstance(base.instructions, str) and base.instructions.strip()
+    assert type(family.goal_in_first_observation) is bool
+    assert isinstance(base.protocol, ResponseProtocol)
+    answer = base.protocol.answer_format
+    assert isinstance(answer, AnswerFormat)  # which checks its own fields (tests/test_core_protocol.py)
+    # a response laid out as declared, with as many actions as declared, reads well formed and whole
+    words = [f"step{k}" for k in range(answer.max_actions)]
+    body = f" {answer.separator} ".join(words) if answer.separator else words[0]
+    block = f"<{answer.action_tags[0]}>{body}</{answer.action_tags[0]}>" if answer.action_tags else body
+    parsed = base.protocol.parse(f"<{answer.think_tag}>plan</{answer.think_tag}>{block}")
+    assert parsed.well_formed and parsed.error is None and len(parsed.actions) == answer.max_actions
+    assert all(word in action for word, action in zip(words, parsed.actions))
     env.close()
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentenvs.core import ActionProtocol, derive_rng, find_block, normalize_action
+from agentenvs.core import ActionProtocol, AnswerFormat, derive_rng, find_block, normalize_action
 
 SOKOBAN_STYLE = ActionProtocol(separator="||", max_actions=3)
 
@@ -143,3 +143,31 @@ def test_never_raises_on_hostile_input():
 def test_megabyte_response_still_yields_its_action():
     parsed = SOKOBAN_STYLE.parse("x" * 3_000_000 + "<action>up</action>")
     assert parsed.actions == ("up",) and not parsed.well_formed
+
+
+def test_answer_format_declares_what_the_protocol_reads():
+    assert SOKOBAN_STYLE.answer_format == AnswerFormat(("action",), "think", 3, "||")
+    custom = ActionProtocol("move", "plan", separator=";", max_actions=2)
+    assert custom.answer_format == AnswerFormat(("move",), "plan", 2, ";")
+    assert custom.parse("<plan>p</plan><move>a ; b</move>").actions == ("a", "b")
+    # without a separator one block holds one action, whatever max_actions says
+    unsplit = ActionProtocol(max_actions=3)
+    assert unsplit.answer_format.max_actions == 1
+    assert unsplit.parse("<action>a || b</action>").actions == ("a || b",)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ((("",), "think", 1, None), "tags"),
+        ((["action"], "think", 1, None), "tags"),
+        ((("action",), "think", 0, None), "max_actions"),
+        ((("action",), "think", 2.0, "||"), "max_actions"),
+        ((("action",), "think", True, None), "max_actions"),
+        ((("action",), "think", 1, " "), "separator"),
+        ((("action",), "think", 3, None), "need a separator"),
+    ],
+)
+def test_answer_format_rejects_declarations_no_protocol_can_read(fields, message):
+    with pytest.raises(ValueError, match=message):
+        AnswerFormat(*fields)

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import agentenvs
-from agentenvs.core.prompting import Turn, action_format, chat_messages, registered_instructions
+from agentenvs.core.prompting import Turn, action_format, chat_messages
 from agentenvs.core.protocol import ActionProtocol
 from baselines.prompts import PromptTemplate
 
@@ -75,10 +75,9 @@ def test_chat_messages_alternate_roles_keep_the_first_turn_and_list_admissible_a
 
 
 def test_baselines_prompt_opens_with_the_env_instructions():
-    template = PromptTemplate("agentenvs/TextCraft-v0")
+    env = gym.make("agentenvs/TextCraft-v0")
+    template = PromptTemplate.for_env(env)
     text = template.render(first_observation="Goal: x", history=[], observation="Goal: x", turn=0)
-    assert text.startswith(registered_instructions("agentenvs/TextCraft-v0"))
-    custom = PromptTemplate("agentenvs/TextCraft-v0", instructions="CUSTOM RULES")
-    assert custom.render(first_observation="g", history=[], observation="g", turn=0).startswith(
-        "CUSTOM RULES"
-    )
+    assert text.startswith(env.unwrapped.instructions + "\n\n")
+    # the chat messages of the eval harness open with the same declaration
+    assert chat_messages(env.unwrapped.instructions, "Goal: x", {})[0]["content"] == template.instructions

@@ -19,9 +19,10 @@ info) -> response``. An agent is built for one env; build a fresh one per
 episode (with that episode's seed) so each episode can be reproduced on its
 own.
 
-Imports: this package uses ``agentenvs.core`` and the env families only. It
-never imports :mod:`agentenvs.eval` (which plays and checks agents' episodes,
-and imports this package), ``leaderboard`` or ``baselines``.
+May import: ``agentenvs.core`` (the env families only through ``gym.make``
+and their registry entries). It never imports :mod:`agentenvs.eval` (which
+plays and checks agents' episodes, and imports this package), ``leaderboard``
+or ``baselines``.
 """
 
 from agentenvs.agents.scripted import AGENTS, AgentUnavailable, RandomAgent, make_agent

@@ -108,6 +108,7 @@ class ALFWorldEnv(AgentEnv[Game, str]):
     }
     default_max_turns: ClassVar[int] = 50
     reply_max_tokens: ClassVar[int] = 512
+    goal_in_first_observation: ClassVar[bool] = True
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     @property

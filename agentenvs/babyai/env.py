@@ -151,6 +151,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
     )
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
     reply_max_tokens: ClassVar[int] = 4096
+    goal_in_first_observation: ClassVar[bool] = True
 
     @property
     def instructions(self) -> str:

@@ -35,6 +35,7 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
         "invalid_action": 0.0,
     }
     default_max_turns = 10
+    goal_in_first_observation: ClassVar[bool] = True
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 1}
     reply_chars: ClassVar[int] = 400
     answer_kind: ClassVar[str] = "answer"
@@ -59,11 +60,16 @@ class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):
             render_mode=render_mode,
         )
         self.collaborator = collaborator if collaborator is not None else RuleCollaborator()
-        self.instructions = instructions.format(max_turns=self.max_turns)
+        self._instructions = instructions.format(max_turns=self.max_turns)
         self.task: Any = None
         self.asked: frozenset[str] = frozenset()
         self.answer_score: float | None = None
         self.dialogue: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def instructions(self) -> str:
+        """The family's instructions with this env's turn limit filled in."""
+        return self._instructions
 
     @abstractmethod
     def _judge(self, answer: str) -> tuple[float, str]:

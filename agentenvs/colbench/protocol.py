@@ -11,7 +11,7 @@ empty message is the only unreadable one.
 
 from __future__ import annotations
 
-from agentenvs.core.protocol import ParsedResponse, coerce_text, find_block
+from agentenvs.core.protocol import AnswerFormat, ParsedResponse, ResponseProtocol, coerce_text, find_block
 
 ANSWER_MARKER = "I WANT TO ANSWER:"
 OUTPUT_MARKER = "OUTPUT:"
@@ -35,8 +35,13 @@ def extract_answer(message: str) -> str | None:
     return message.split(ANSWER_MARKER)[1]
 
 
-class DialogueProtocol:
+class DialogueProtocol(ResponseProtocol):
     """Reads one message per turn (see the module docstring); same interface as the core protocol."""
+
+    @property
+    def answer_format(self) -> AnswerFormat:
+        """No action tag: the text after an optional ``<think>`` block is the turn's one message."""
+        return AnswerFormat((), "think", 1, None)
 
     def parse(self, response: object) -> ParsedResponse:
         message = message_text(response)

@@ -1,4 +1,14 @@
-"""What every env family shares: the env contract, action protocol, keys, tasks."""
+"""What every env family shares: the env contract, action protocol, keys, tasks.
+
+Every family, agent, evaluator and trainer builds on this package: the env
+contract (``env``), the action protocol (``protocol``), keys and derived
+randomness (``keys``), task sources (``tasks``), spaces, chat clients, judges,
+the prompt pieces every harness shares (``prompting``) and the registry
+(``registration``).
+
+May import: nothing (third-party libraries only), so that anything may
+import it without a cycle.
+"""
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
@@ -19,7 +29,15 @@ from agentenvs.core.keys import (
     stable_digest,
     text_key,
 )
-from agentenvs.core.protocol import ActionProtocol, ParsedResponse, coerce_text, find_block, normalize_action
+from agentenvs.core.protocol import (
+    ActionProtocol,
+    AnswerFormat,
+    ParsedResponse,
+    ResponseProtocol,
+    coerce_text,
+    find_block,
+    normalize_action,
+)
 from agentenvs.core.registration import NAMESPACE, EnvEntry
 from agentenvs.core.spaces import UnicodeText, observation_text_space, response_text_space
 from agentenvs.core.tasks import (
@@ -37,6 +55,7 @@ __all__ = [
     "ActionProtocol",
     "Agent",
     "AgentEnv",
+    "AnswerFormat",
     "ChatClient",
     "ChatError",
     "ChatReply",
@@ -48,6 +67,7 @@ __all__ = [
     "EmptySplitError",
     "MissingProgram",
     "ParsedResponse",
+    "ResponseProtocol",
     "StepOutcome",
     "TaskSource",
     "UnicodeText",

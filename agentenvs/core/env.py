@@ -1,12 +1,33 @@
 """``AgentEnv``: the env contract of agentenvs, shared by every family.
 
+What a model is told comes from the env alone: trainers (the reference
+baselines' prompt templates among them) and the eval harness read these
+declarations of ``env.unwrapped``, and a new family implements each of them:
+
+=============================  ==============================  ==========================================
+declaration                    type                            what it says
+=============================  ==============================  ==========================================
+``instructions``               ``str`` (read-only property)    the task and the answer format, for this
+                                                               instance's kwargs (its turns, its actions
+                                                               per turn)
+``goal_in_first_observation``  ``ClassVar[bool]``              the first observation states the goal and
+                                                               later ones no longer repeat it (a prompt
+                                                               with a short history keeps it)
+``protocol``                   ``ResponseProtocol``            parses responses; its ``answer_format``
+                               (``default_protocol()``)        (``AnswerFormat``: ``action_tags``,
+                                                               ``think_tag``, ``max_actions``,
+                                                               ``separator``) is what a prompt states
+``reply_max_tokens``           ``ClassVar[int]``               the paper's per-turn generation budget
+``reply_stop``                 ``ClassVar[tuple[str, ...]]``   stop strings of a generation (default none)
+=============================  ==============================  ==========================================
+
 A *turn* is one ``env.step(response)`` call with one raw model response; it
 may carry several primitive actions where the env allows it (Sokoban: up to
 3). Each primitive action is one *transition* of the world state.
 
 Turn flow:
 
-1. The env's :class:`~agentenvs.core.protocol.ActionProtocol` extracts the
+1. The env's protocol (:class:`~agentenvs.core.protocol.ResponseProtocol`) extracts the
    action strings from the response; ``format`` = 1 when the response is well
    formed, else 0.
 2. Each action string is parsed into a primitive action
@@ -74,7 +95,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import gymnasium as gym
 
 from agentenvs.core.keys import stable_digest, text_key
-from agentenvs.core.protocol import ActionProtocol, ParsedResponse
+from agentenvs.core.protocol import ActionProtocol, ParsedResponse, ResponseProtocol
 from agentenvs.core.spaces import observation_text_space, response_text_space
 from agentenvs.core.tasks import TaskSource
 
@@ -162,6 +183,8 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
     default_max_turns: ClassVar[int] = 1
+    # whether the first observation states the goal that later observations no longer repeat
+    goal_in_first_observation: ClassVar[bool]
     # what a model may write per turn, from the family's paper (the ``max_tokens`` row of its table):
     # the eval harness asks for at most ``reply_max_tokens`` and stops generation at ``reply_stop``
     reply_max_tokens: ClassVar[int]
@@ -175,7 +198,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         split: str = "train",
         max_turns: int | None = None,
         reward_weights: Mapping[str, float] | None = None,
-        protocol: ActionProtocol | None = None,
+        protocol: ResponseProtocol | None = None,
         render_mode: str | None = None,
     ) -> None:
         task_source.check_split(split)
@@ -191,7 +214,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         self.task_source = task_source
         self.split = split
         self.reward_weights = resolve_weights(self.default_reward_weights, reward_weights)
-        self.protocol = protocol if protocol is not None else self.default_protocol()
+        self.protocol: ResponseProtocol = protocol if protocol is not None else self.default_protocol()
         self.render_mode = render_mode
         self.observation_space = observation_text_space()
         self.action_space = response_text_space()
@@ -214,9 +237,14 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             cls.__doc__ = f"{inspect.cleandoc(own_doc)}\n\n{inspect.cleandoc(module_doc)}\n"
 
     # ----------------------------------------------------------- family hooks
-    def default_protocol(self) -> ActionProtocol:
+    def default_protocol(self) -> ResponseProtocol:
         """The family's action protocol (one ``<action>`` per turn by default)."""
         return ActionProtocol()
+
+    @property
+    @abstractmethod
+    def instructions(self) -> str:
+        """The task and the answer format a model is told, for this instance's kwargs."""
 
     @abstractmethod
     def _start(self, task: Task) -> None:

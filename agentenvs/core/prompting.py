@@ -21,12 +21,9 @@ Roles alternate strictly, as chat templates require.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import gymnasium as gym
 
 from agentenvs.core.protocol import ActionProtocol
 
@@ -40,18 +37,20 @@ class Turn:
 
 
 def action_format(protocol: ActionProtocol, example: str) -> str:
-    """How a response must look under ``protocol`` (tags, separator, actions per turn)."""
-    opening, closing = f"<{protocol.action_tag}>", f"</{protocol.action_tag}>"
-    think = f"<{protocol.think_tag}></{protocol.think_tag}>"
-    if protocol.max_actions > 1 and protocol.separator:
-        answer = (
-            f"Answer with up to {protocol.max_actions} actions separated by {protocol.separator} inside "
-            f"{opening}{closing}, e.g. {opening}{example} {protocol.separator} {example}{closing}."
+    """How a response must look under ``protocol``: its declared ``answer_format`` (tag,
+    separator, actions per turn) and whether the think block is required."""
+    answer = protocol.answer_format
+    opening, closing = f"<{answer.action_tags[0]}>", f"</{answer.action_tags[0]}>"
+    think = f"<{answer.think_tag}></{answer.think_tag}>"
+    if answer.max_actions > 1:
+        rule = (
+            f"Answer with up to {answer.max_actions} actions separated by {answer.separator} inside "
+            f"{opening}{closing}, e.g. {opening}{example} {answer.separator} {example}{closing}."
         )
     else:
-        answer = f"Answer with one action inside {opening}{closing}, e.g. {opening}{example}{closing}."
+        rule = f"Answer with one action inside {opening}{closing}, e.g. {opening}{example}{closing}."
     reasoning = "Think first inside " if protocol.require_think else "You may think first inside "
-    return f"{answer} {reasoning}{think}; write nothing else outside the tags."
+    return f"{rule} {reasoning}{think}; write nothing else outside the tags."
 
 
 def compose_instructions(task: str, protocol: ActionProtocol, example: str) -> str:
@@ -100,13 +99,3 @@ def chat_messages(
         current = f"{current}\n\nAdmissible actions: {', '.join(admissible)}"
     messages.append({"role": "user", "content": current})
     return messages
-
-
-@functools.lru_cache(maxsize=64)
-def registered_instructions(env_id: str) -> str:
-    """The ``instructions`` of the registered env ``env_id`` built with its registered kwargs."""
-    env = gym.make(env_id, disable_env_checker=True)
-    try:
-        return env.unwrapped.instructions
-    finally:
-        env.close()

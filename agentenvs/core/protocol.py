@@ -35,11 +35,19 @@ and the action's validity stay separate signals:
 
 ``parse`` never raises, whatever it is given: ``None``, bytes, megabytes of
 text, unbalanced tags. Work is linear in the response length.
+
+Every family's protocol is a :class:`ResponseProtocol`: it parses, formats,
+and declares its :class:`AnswerFormat` (action tags, think tag, actions per
+turn, separator), so a trainer states the answer format from the env alone.
+:class:`ActionProtocol` is the reading rule above; families with their own
+reading (Search-R1's ``<search>``/``<answer>``, ColBench's free-text
+messages) implement the same interface.
 """
 
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -109,7 +117,53 @@ def find_block(text: str, tag: str, start: int = 0) -> tuple[int, int, int] | No
     return begin, content_start, end + len(tag) + 3
 
 
-class ActionProtocol:
+@dataclass(frozen=True)
+class AnswerFormat:
+    """What a well-formed response looks like, as a prompt states it.
+
+    ``action_tags``: the tags one of which holds the turn's action(s)
+    (``("action",)``; Search-R1: ``("search", "answer")``); empty when the
+    whole response, after the think block, is the action (a free-text
+    message). ``think_tag``: the optional reasoning block placed first.
+    ``max_actions``: actions allowed in one turn, joined by ``separator``
+    (None when one action per turn).
+    """
+
+    action_tags: tuple[str, ...]
+    think_tag: str
+    max_actions: int
+    separator: str | None
+
+    def __post_init__(self) -> None:
+        tags = (*self.action_tags, self.think_tag) if isinstance(self.action_tags, tuple) else None
+        if tags is None or not all(isinstance(tag, str) and tag.strip() for tag in tags):
+            raise ValueError(f"tags must be non-empty strings, got {self.action_tags!r} and {self.think_tag!r}")
+        if isinstance(self.max_actions, bool) or not isinstance(self.max_actions, int) or self.max_actions < 1:
+            raise ValueError(f"max_actions must be an int >= 1, got {self.max_actions!r}")
+        if self.separator is not None and not (isinstance(self.separator, str) and self.separator.strip()):
+            raise ValueError(f"separator must be a non-blank string or None, got {self.separator!r}")
+        if self.max_actions > 1 and self.separator is None:
+            raise ValueError(f"{self.max_actions} actions per turn need a separator to split them")
+
+
+class ResponseProtocol(ABC):
+    """How an env reads a model response: ``parse``, ``format`` and the declared :class:`AnswerFormat`."""
+
+    @property
+    @abstractmethod
+    def answer_format(self) -> AnswerFormat:
+        """The tags, actions per turn and separator this protocol reads."""
+
+    @abstractmethod
+    def parse(self, response: object) -> ParsedResponse:
+        """The action(s) a raw response names; never raises."""
+
+    @abstractmethod
+    def format(self, actions: str | list[str] | tuple[str, ...], think: str | None = None) -> str:
+        """A well-formed response naming ``actions`` (what scripted agents send)."""
+
+
+class ActionProtocol(ResponseProtocol):
     """Reads actions out of model responses; see the module docstring for the rules.
 
     Args:
@@ -150,6 +204,12 @@ class ActionProtocol:
         self.max_action_chars = max_action_chars
         self.allow_bare = allow_bare
         self.fold_case = fold_case
+
+    @property
+    def answer_format(self) -> AnswerFormat:
+        """One ``action_tag`` block; several actions only where a separator can split them."""
+        max_actions = self.max_actions if self.separator else 1
+        return AnswerFormat((self.action_tag,), self.think_tag, max_actions, self.separator)
 
     def format(self, actions: str | list[str] | tuple[str, ...], think: str | None = None) -> str:
         """Build a well-formed response naming ``actions`` (what scripted agents send)."""

@@ -18,7 +18,7 @@ module          what lives there
                 the scripted agents (``agentenvs check-data``)
 ==============  ================================================================
 
-Imports: this package may import :mod:`agentenvs.agents` (the agents it
-plays), ``agentenvs.core``, ``agentenvs.vector`` and the env families; it never
+May import: :mod:`agentenvs.agents` (the agents it plays), ``agentenvs.core``
+and ``agentenvs.vector`` (the env families through ``gym.make``); it never
 imports ``leaderboard`` or ``baselines``, which build on it.
 """

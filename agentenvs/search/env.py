@@ -291,6 +291,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     default_reward_weights: ClassVar[Mapping[str, float]] = PRESETS["agentenvs"]
     default_max_turns = 4
     reply_max_tokens: ClassVar[int] = 500
+    goal_in_first_observation: ClassVar[bool] = True
     reply_stop: ClassVar[tuple[str, ...]] = ("</search>", "</answer>")
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
@@ -327,7 +328,6 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self.world_seed = int(world_seed)
         self.data_dir = data_dir
         self.retriever_spec = retriever
-        self.instructions = INSTRUCTIONS
         super().__init__(
             self._open_questions(),
             split=split,
@@ -347,6 +347,11 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self.question: Question | None = None
         self._prompt = ""
         self._clear_episode()
+
+    @property
+    def instructions(self) -> str:
+        """Search-R1's instruction text (the question follows it in the first observation)."""
+        return INSTRUCTIONS
 
     # ----------------------------------------------------------- data handles
     def _open_questions(self) -> QuestionSource:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agentenvs.core.protocol import ParsedResponse, coerce_text
+from agentenvs.core.protocol import AnswerFormat, ParsedResponse, ResponseProtocol, coerce_text
 
 ACTION_PATTERN = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
 BARE_PATTERN = re.compile(r"^\s*(search|answer)\[(.*)\]\s*$", re.DOTALL)
@@ -84,8 +84,13 @@ class SearchParse(ParsedResponse):
     text: str = ""
 
 
-class SearchProtocol:
+class SearchProtocol(ResponseProtocol):
     """``<search> query </search>`` / ``<answer> text </answer>``; actions are ``search[q]`` / ``answer[a]``."""
+
+    @property
+    def answer_format(self) -> AnswerFormat:
+        """One ``<search>`` or ``<answer>`` block per turn after a ``<think>`` block."""
+        return AnswerFormat(("search", "answer"), "think", 1, None)
 
     def parse(self, response: object) -> SearchParse:
         text = cut_response(coerce_text(response))

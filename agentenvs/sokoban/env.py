@@ -135,6 +135,7 @@ class SokobanEnv(AgentEnv[SokobanTask, str]):
     }
     default_max_turns: ClassVar[int] = 3
     reply_max_tokens: ClassVar[int] = 512
+    goal_in_first_observation: ClassVar[bool] = False
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     @property

@@ -122,6 +122,7 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
     }
     default_max_turns = 40
     reply_max_tokens: ClassVar[int] = 150
+    goal_in_first_observation: ClassVar[bool] = True
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
     @property

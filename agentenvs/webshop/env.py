@@ -133,6 +133,7 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     }
     default_max_turns: ClassVar[int] = 15
     reply_max_tokens: ClassVar[int] = 512
+    goal_in_first_observation: ClassVar[bool] = True
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "html"], "render_fps": 4}
 
     @property

@@ -2,6 +2,6 @@
 
 ``grpo_vs_gigpo`` trains the miniature of ``baselines/configs/mini_sokoban.yaml``
 through ``baselines.trainers.run`` and writes ``results/grpo_vs_gigpo.json``.
-An experiment may import ``baselines`` (its trainers, metrics) and ``agentenvs``;
+May import: ``baselines`` (its trainers, metrics) and ``agentenvs``;
 nothing imports an experiment.
 """

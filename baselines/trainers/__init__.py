@@ -35,9 +35,10 @@ defines
 - ``ALGORITHM = <that class>``, which is how it is found: a config with
   ``algorithm: {name: <name>}`` runs it, nothing else is registered.
 
-What this package may import: ``agentenvs`` (core, vector, diagnostics),
-the rest of ``baselines`` (advantages, losses, metrics, policy, prompts,
-rollout, tiny), torch, transformers, numpy, yaml. The loop finds an
+May import: ``agentenvs.core``, ``agentenvs.vector``, ``agentenvs.diagnostics``,
+the rest of ``baselines`` (``baselines.advantages``, ``baselines.losses``,
+``baselines.metrics``, ``baselines.policy``, ``baselines.prompts``,
+``baselines.rollout``, ``baselines.tiny``), torch, transformers, numpy, yaml. The loop finds an
 algorithm module only through ``config.algorithm_class``; algorithm modules
 never import each other, and nothing here names an env family: the env
 comes from the config file. Nothing in ``agentenvs`` imports this package.

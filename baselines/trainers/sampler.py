@@ -1,11 +1,14 @@
 """Rollouts of a run: prompt template, sampling backend, grouped envs, engine, each iteration's tasks.
 
-Imports ``baselines.policy``, ``baselines.prompts``, ``baselines.rollout`` and ``agentenvs.vector``.
+Imports ``baselines.policy``, ``baselines.prompts``, ``baselines.rollout``, ``agentenvs.vector`` and
+gymnasium (the template reads the env it builds).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import gymnasium as gym
 
 from agentenvs.vector import GroupedVectorEnv
 from baselines.policy import PolicyBackend, TransformersPolicy, VLLMPolicy
@@ -33,16 +36,17 @@ def make_sampler(config: TrainConfig, model: Any, tokenizer: Any) -> PolicyBacke
 
 
 def make_template(config: TrainConfig) -> PromptTemplate:
-    max_actions = int(
-        config.env.kwargs.get("max_actions_per_turn", 3 if config.env.id == "agentenvs/Sokoban-v0" else 1)
-    )
-    return PromptTemplate(
-        config.env.id,
-        history_window=config.sampler.history_window,
-        think=config.sampler.think,
-        style=config.sampler.template_style,
-        max_actions=max_actions,
-    )
+    """The run's prompt template, from the env the run trains on (``env.id`` with ``env.kwargs``)."""
+    env = gym.make(config.env.id, disable_env_checker=True, **config.env.kwargs)
+    try:
+        return PromptTemplate.for_env(
+            env,
+            history_window=config.sampler.history_window,
+            think=config.sampler.think,
+            style=config.sampler.template_style,
+        )
+    finally:
+        env.close()
 
 
 def make_engine(

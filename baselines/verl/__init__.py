@@ -14,6 +14,9 @@ then run verl with ``algorithm.adv_estimator=agentenvs_gigpo`` (or
 ``algorithm.gamma=0.95`` and ``actor_rollout_ref.rollout.agent.default_agent_loop=agentenvs``.
 ``python -m baselines.verl.main`` does both inside verl's Ray task runner
 (``scripts/verl_gigpo.sh`` has the full command).
+
+May import: ``baselines`` (its estimators, prompts and rollout) and
+``agentenvs.core``; verl only inside functions that run under verl.
 """
 
 from __future__ import annotations

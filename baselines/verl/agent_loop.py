@@ -166,12 +166,7 @@ def _register() -> None:
             extra = dict(kwargs["extra_info"])
             env_kwargs = json.loads(extra.get("env_kwargs") or "{}")
             env = gym.make(extra["env_id"], **env_kwargs)
-            max_actions = int(
-                env_kwargs.get("max_actions_per_turn", getattr(env.unwrapped.protocol, "max_actions", 1))
-            )
-            template = PromptTemplate(
-                extra["env_id"], history_window=int(extra.get("history_window", 2)), max_actions=max_actions
-            )
+            template = PromptTemplate.for_env(env, history_window=int(extra.get("history_window", 2)))
 
             async def generate(prompt_ids: list[int]) -> tuple[list[int], list[float] | None]:
                 output = await self.server_manager.generate(
