@@ -9,4 +9,6 @@ declared ``instructions`` and ``protocol``, the documented ``info`` keys and
 
 - :mod:`agentenvs.integrations.trl`: TRL's ``GRPOTrainer`` (its ``rollout_func``).
 - :mod:`agentenvs.integrations.verifiers`: verifiers' ``MultiTurnEnv`` and rubric (``load_environment``).
+
+May import: ``agentenvs.core`` (prompting, the env contract); the families only through ``gym.make``.
 """
