@@ -13,6 +13,7 @@
                    [--panel test] [--out DIR] [--concurrency 8] [--model-size 7B]
                    [--max-tokens N] [--temperature 0] [--top-p 1] [--seed S] [--history-window K]
                    [--max-model-len N]
+    agentenvs serve ID [--port 8000] [--host 127.0.0.1] [--max-sessions 128] [--env-kwarg KEY=VALUE ...]
 
 ``run`` plays episode ``e`` of every (env, agent) pair from ``reset(seed=S + e)``
 and prints one summary row per pair. ``all`` selects every main id (variants
@@ -22,7 +23,9 @@ missing are skipped with a note. ``--out`` writes one JSON line per episode
 (see :class:`agentenvs.eval.episodes.EpisodeRecord`), which ``replay`` re-runs
 and checks (:mod:`agentenvs.eval.replay`). ``eval`` plays a chat model on a
 fixed panel and writes a submission bundle (see :mod:`agentenvs.eval.evaluate`);
-rerun it to resume. ``--env-kwarg`` values are read as JSON when they parse
+rerun it to resume. ``serve`` exposes an id as an OpenEnv environment server,
+one env per WebSocket session (:mod:`agentenvs.integrations.openenv`).
+``--env-kwarg`` values are read as JSON when they parse
 (``max_turns=5``, ``dim_room=[8,8]``) and as plain strings otherwise.
 
 Exit status: 0 on success; 1 when ``replay`` finds a mismatch, or when
@@ -681,6 +684,29 @@ def cmd_diagnose_grouping(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------------- serve
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve one id as an OpenEnv environment server until interrupted."""
+    if not 1 <= args.port <= 65535 or args.max_sessions < 1:
+        raise UsageError(
+            f"--port must be in [1, 65535] and --max-sessions >= 1, got {args.port}, {args.max_sessions}"
+        )
+    env_id = resolve_env_id(args.env_id)
+    kwargs = parse_env_kwargs(args.env_kwarg, args.split)
+    make_env(env_id, kwargs).close()
+    try:
+        from agentenvs.integrations import openenv
+    except ImportError as exc:
+        raise UsageError(f"serve needs the openenv extra (pip install 'agentenvs[openenv]'): {exc}") from None
+    _note(
+        Console(stderr=True),
+        f"serving {env_id} as an OpenEnv environment on http://{args.host}:{args.port} "
+        f"(sessions on ws://{args.host}:{args.port}/ws, up to {args.max_sessions})",
+    )
+    openenv.serve(env_id, host=args.host, port=args.port, env_kwargs=kwargs, max_sessions=args.max_sessions)
+    return 0
+
+
 # ------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="agentenvs", description="Multi-turn text environments for LLM agents.")
@@ -773,6 +799,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--timeout-s", type=float, default=60.0, help="per request (default 60)")
     evaluate.add_argument("--max-retries", type=int, default=3, help="per request (default 3)")
+
+    serve = command("serve", cmd_serve, "serve an id as an OpenEnv environment server (HTTP and WebSocket)")
+    serve.add_argument("env_id", metavar="ID")
+    serve.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        default=128,
+        help="concurrent WebSocket sessions, one env each (default 128)",
+    )
+    env_options(serve)
 
     diagnose = commands.add_parser("diagnose", help="diagnostics of what the envs' keys tell a trainer")
     diagnostics = diagnose.add_subparsers(dest="diagnostic", required=True, metavar="DIAGNOSTIC")
