@@ -112,8 +112,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
-from agentenvs.core.judges import exact_match, normalize_answer, token_f1
-from agentenvs.core.keys import text_digest, text_key
+from agentenvs.core.judges import normalize_answer, token_f1
+from agentenvs.core.keys import stable_digest, text_digest, text_key
 from agentenvs.search.data import (
     DEFAULT_PASSAGES,
     QuestionSource,
@@ -342,6 +342,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._tracks_sequence = reward_preset == "search-r1"
         self._matches_answers = False
         self._evidence_rows: tuple[int, ...] = ()
+        self._normalized_golden: frozenset[str] = frozenset()
+        self._keyed: tuple[Any, str] | None = None  # the last state-key data and its digest
         self._passages = PassageLines()
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
@@ -397,6 +399,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._prompt = prompt_for(task.question)
         self._evidence_rows = tuple(int(passage) for passage in task.evidence)
         self._matches_answers = self.reward_preset != "agentenvs" or not self._evidence_rows
+        self._normalized_golden = frozenset(normalize_answer(answer) for answer in task.golden_answers)
         if self._matches_answers:
             self._passages.set_answers(task.golden_answers)
         self._clear_episode()
@@ -423,8 +426,11 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         golden = self.question.golden_answers
         if action.kind == "answer":
             self._answered = True
-            self._correct = bool(exact_match(action.content, golden))
-            self._f1 = token_f1(action.content, golden)
+            # exact_match's rule, the golden answers normalised once per episode
+            prediction = normalize_answer(action.content)
+            self._correct = prediction in self._normalized_golden
+            # a non-empty exact match shares every token with its answer: token F1 is 1.0 exactly
+            self._f1 = 1.0 if self._correct and prediction else token_f1(action.content, golden)
             return StepOutcome("", {"outcome": self._outcome()}, terminated=True)
         hits = self.retriever.retrieve([bounded_query(action.content)], self.topk)[0]
         self._searches += 1
@@ -494,6 +500,13 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         elif self.reward_preset == "mt-grpo":
             data.append((sum(self._formats), len(self._formats)))
         return data
+
+    def _compute_state_key(self) -> str:
+        # an answer turn leaves the information state as it was: its key is not hashed again
+        data = self._state_key_data()
+        if self._keyed is None or self._keyed[0] != data:
+            self._keyed = (data, stable_digest(data))
+        return self._keyed[1]
 
     def _is_success(self) -> bool:
         return self._correct
