@@ -426,11 +426,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         golden = self.question.golden_answers
         if action.kind == "answer":
             self._answered = True
-            # exact_match's rule, the golden answers normalised once per episode
-            prediction = normalize_answer(action.content)
-            self._correct = prediction in self._normalized_golden
-            # a non-empty exact match shares every token with its answer: token F1 is 1.0 exactly
-            self._f1 = 1.0 if self._correct and prediction else token_f1(action.content, golden)
+            self._correct, self._f1 = self.answer_scores(action.content, golden, self._normalized_golden)
             return StepOutcome("", {"outcome": self._outcome()}, terminated=True)
         hits = self.retriever.retrieve([bounded_query(action.content)], self.topk)[0]
         self._searches += 1
@@ -444,6 +440,19 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             components["outcome"] = -1.0  # the last turn passed without an answer
         self._information = self._passages.information(hits)
         return StepOutcome(self._information[0], components)
+
+    @staticmethod
+    def answer_scores(
+        prediction: str, golden: Sequence[str], normalized_golden: frozenset[str]
+    ) -> tuple[bool, float]:
+        """Exact match and token F1 of ``prediction`` (:mod:`agentenvs.core.judges`' rules).
+
+        ``normalized_golden`` holds the golden answers normalised once per episode; a non-empty
+        exact match shares every token with its answer, so its F1 is 1.0 without counting.
+        """
+        normalized = normalize_answer(prediction)
+        correct = normalized in normalized_golden
+        return correct, 1.0 if correct and normalized else token_f1(prediction, golden)
 
     def _invalid_turn_components(self, parsed: SearchParse) -> Mapping[str, float]:
         if self.reward_preset != "mt-ppo":

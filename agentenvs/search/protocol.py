@@ -38,6 +38,15 @@ MOVES = {
     ("</answer>", "in_answer"): "end",
 }
 INSIDE = ("in_think", "in_search", "in_information", "in_answer")
+THINK_PATTERN = re.compile(r"<think>(.*?)</think>", re.DOTALL)
+_TAG_FREE = r"(?:[^<]|<(?!/?(?:think|search|information|answer)>))*"
+# The well-formed turn, the common case, in one match: whitespace, <think>, text without any of the
+# tags, </think>, whitespace, one <search> or <answer> block of such text, whitespace. ``\s`` is
+# what ``str.strip`` drops, so exactly these turns are the ones SequenceChecker passes ending
+# after a search or an answer.
+WELL_FORMED_TURN = re.compile(
+    rf"\s*<think>({_TAG_FREE})</think>\s*<(search|answer)>({_TAG_FREE})</\2>\s*", re.DOTALL
+)
 
 
 def cut_response(text: str) -> str:
@@ -94,6 +103,14 @@ class SearchProtocol(ResponseProtocol):
 
     def parse(self, response: object) -> SearchParse:
         text = cut_response(coerce_text(response))
+        turn = WELL_FORMED_TURN.fullmatch(text)
+        if turn is not None:
+            action = f"{turn.group(2)}[{turn.group(3).strip()}]"
+            return SearchParse((action,), True, None, turn.group(1).strip(), text)
+        return self.parse_cut(text)
+
+    def parse_cut(self, text: str) -> SearchParse:
+        """Read a response already cut (:func:`cut_response`), by the rule in the module docstring."""
         match = ACTION_PATTERN.search(text)
         if match is None:
             bare = BARE_PATTERN.match(text)
@@ -103,7 +120,7 @@ class SearchProtocol(ResponseProtocol):
         checker = SequenceChecker()
         checker.feed(text)
         well_formed = checker.valid and checker.state in ("after_search", "end")
-        think = re.search(r"<think>(.*?)</think>", text, re.DOTALL)
+        think = THINK_PATTERN.search(text)
         return SearchParse(
             (f"{match.group(1)}[{match.group(2).strip()}]",),
             well_formed,

@@ -1,0 +1,63 @@
+"""Search QA: the cheap paths of a turn give what the general ones give.
+
+The well-formed-turn match of :class:`SearchProtocol`, the exact match on
+answers normalised once per episode (and F1 taken as 1.0 on a non-empty
+exact match), each checked against the general rule on hostile inputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+
+import numpy as np
+
+from agentenvs.core.judges import exact_match, normalize_answer, token_f1
+from agentenvs.search.protocol import SearchProtocol, cut_response
+
+PIECES = (
+    "<think>", "</think>", "<search>", "</search>", "<answer>", "</answer>", "<information>",
+    "</information>", "<searchx>", "<", ">", "</", " ", "\n", "\x1c", "\u00a0", "\u200b", "\u202e",
+    "\u2028", "\ufeff", "q", "Paris", "\ud800", "[", "]", "search[x]", "answer[y]", "<think >",
+)  # fmt: skip
+
+
+def hostile_responses() -> list[str]:
+    rng = np.random.default_rng(0)
+    drawn = ["".join(rng.choice(PIECES, size=int(rng.integers(1, 12)))) for _ in range(20000)]
+    shaped = [
+        f"{lead}<think>{a}</think>{gap}<{kind}>{b}</{kind}>{tail}"
+        for lead, a, gap, kind, b, tail in itertools.product(
+            ("", " \n", "\x1c", "\u200b", "x"), ("", "why <b>", "<searchx>", "</think"),
+            ("", "\n", "\u00a0", "\ufeff", " ."), ("search", "answer"), (" q ", "", "<answer>a"),
+            ("", " ", "</search>", " <search>z</search>"),
+        )
+    ]  # fmt: skip
+    return drawn + shaped
+
+
+def test_the_well_formed_turn_match_reads_as_the_general_rule():
+    protocol = SearchProtocol()
+    for response in hostile_responses():
+        assert protocol.parse(response) == protocol.parse_cut(cut_response(response)), repr(response)
+
+
+def test_regex_whitespace_is_what_str_strip_drops():
+    # the well-formed match skips \\s between tags where the sequence rule skips what strip() drops
+    space = re.compile(r"\s")
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        assert (space.fullmatch(char) is not None) == (char.strip() == ""), hex(code)
+
+
+def test_answer_checks_equal_the_judges_on_hostile_answers():
+    from agentenvs.search.env import SearchEnv
+
+    answers = ["Paris", "the Paris", "", " ", "yes", "no", "a", "ΣΣ", "İstanbul", "New  York", "\ud800", "1,000"]
+    for golden in itertools.combinations(answers, 2):
+        normalized = frozenset(normalize_answer(answer) for answer in golden)
+        for prediction in answers:
+            correct, f1 = SearchEnv.answer_scores(prediction, golden, normalized)
+            assert correct == bool(exact_match(prediction, golden))
+            assert f1 == token_f1(prediction, golden), (prediction, golden)
