@@ -61,3 +61,22 @@ def test_answer_checks_equal_the_judges_on_hostile_answers():
             correct, f1 = SearchEnv.answer_scores(prediction, golden, normalized)
             assert correct == bool(exact_match(prediction, golden))
             assert f1 == token_f1(prediction, golden), (prediction, golden)
+
+
+def test_rows_of_the_in_process_index_are_what_retrieve_returns(tmp_path, monkeypatch):
+    from agentenvs.search.env import SearchEnv, bounded_query
+
+    monkeypatch.setenv("AGENTENVS_CACHE", str(tmp_path))
+    monkeypatch.delenv("AGENTENVS_DATA", raising=False)
+    env = SearchEnv("hotpotqa", corpus_passages=3000, topk=5)
+    assert env._rows_in_process
+    env.reset(seed=0)
+    words = env.question.question.split()
+    queries = ["", "the of a", "\ud800 \u202e\u200b", "x" * 5000, " ".join(words), words[0], "1e30 10**30"]
+    queries += [" ".join(words[i : i + 3]) for i in range(len(words))]
+    for query in map(bounded_query, queries):
+        expected = env.retriever.retrieve([query], env.topk)[0]
+        env.retriever.scorer.clear_cache()
+        hits = env._search(query)
+        assert [hit.index for hit in hits] == [hit.index for hit in expected], query
+        assert [hit.passage for hit in hits] == [hit.passage for hit in expected], query

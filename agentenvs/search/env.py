@@ -186,6 +186,24 @@ def format_passages(hits: Sequence[Any]) -> str:
     return "".join(f"Doc {i + 1}{passage_body(hit.passage.contents)}" for i, hit in enumerate(hits))
 
 
+class CorpusHit:
+    """A search hit known by its corpus row: the passage is read from the corpus only when asked for.
+
+    :class:`PassageLines` reads a passage only for a row it has not kept, so a search whose rows are
+    all kept reads no passage text at all.
+    """
+
+    __slots__ = ("index", "_corpus")
+
+    def __init__(self, index: int, corpus: Any) -> None:
+        self.index = index
+        self._corpus = corpus
+
+    @property
+    def passage(self) -> Any:
+        return self._corpus[self.index]
+
+
 class PassageLines:
     """What a search turn derives from each retrieved passage, kept for the last ``capacity`` corpus rows.
 
@@ -337,6 +355,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             render_mode=render_mode,
         )
         self.retriever = self._open_retriever()
+        self._rows_in_process = self._searches_rows(self.retriever)
         # Search-R1's sequence rule is read by its preset alone; the answer-in-results check by the
         # paper presets and by the retrieval potential of questions without gold evidence.
         self._tracks_sequence = reward_preset == "search-r1"
@@ -371,6 +390,22 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             return open_retriever(str(self.retriever_spec))
         return builtin_retriever(self.corpus_passages, self.world_seed)
 
+    @staticmethod
+    def _searches_rows(retriever: Any) -> bool:
+        """Whether ``retriever`` is retrieval_index's in-process BM25, whose scorer gives rows alone."""
+        from retrieval_index import BM25Retriever
+
+        return type(retriever) is BM25Retriever
+
+    def _search(self, query: str) -> list[Any]:
+        """The top ``topk`` hits of ``query``: ``retrieve``'s, as rows whose passages are read when needed."""
+        retriever = self.retriever
+        if self._rows_in_process:
+            rows, _ = retriever.scorer.search(query, self.topk)  # what retrieve() ranks, without reading
+            corpus = retriever.corpus
+            return [CorpusHit(row, corpus) for row in rows.tolist()]
+        return retriever.retrieve([query], self.topk)[0]
+
     def __getstate__(self) -> dict[str, Any]:
         # the question lists and the index travel as their handles (dataset, sizes, paths)
         state = dict(self.__dict__)
@@ -382,6 +417,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self.__dict__.update(state)
         self.task_source = self._open_questions()
         self.retriever = self._open_retriever()
+        self._rows_in_process = self._searches_rows(self.retriever)
 
     # ------------------------------------------------------------ world hooks
     def _clear_episode(self) -> None:
@@ -428,7 +464,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             self._answered = True
             self._correct, self._f1 = self.answer_scores(action.content, golden, self._normalized_golden)
             return StepOutcome("", {"outcome": self._outcome()}, terminated=True)
-        hits = self.retriever.retrieve([bounded_query(action.content)], self.topk)[0]
+        hits = self._search(bounded_query(action.content))
         self._searches += 1
         self._retrieved.update(hit.index for hit in hits)
         found = self._matches_answers and self._passages.answer_found(hits)
