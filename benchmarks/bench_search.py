@@ -12,7 +12,10 @@ run unchanged). The retriever's query cache is cleared before every pass, so
 both sides search the same queries cold. Passes alternate ours / GEM's
 ``--repeats`` times; the table gives the median turns/s of each and the
 median and lowest ratio of the pairs (agentenvs ÷ GEM, ≥ 1 = ours is
-cheaper). Reset cost is timed apart (GEM's reset samples a dataset row;
+cheaper). agentenvs keeps each retrieved corpus row's information line from
+pass to pass (as it does from episode to episode); a third pass in each
+round clears those lines first (``clear_passage_lines``), and its ratio is
+the "cold lines" column. Reset cost is timed apart (GEM's reset samples a dataset row;
 putting GEM on the same question afterwards, through its ``set_state``,
 stays outside the clock).
 
@@ -133,28 +136,33 @@ def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[s
     played = expert_episodes(env, min(episodes, env.task_source.size("test")))
     peer = gem_env(env.retriever, env.topk, played)
     scorer = env.retriever.scorer
-    ours_rates, gem_rates, ratios, ours_resets, gem_resets = [], [], [], [], []
+    ours_rates, gem_rates, ratios, cold_ratios, ours_resets, gem_resets = [], [], [], [], [], []
     # GEM's reset samples a dataset row; its set_state then puts it on the episode's question
     sides = (
-        (lambda e: env.reset(seed=e.seed), env.step, None, ours_resets),
+        (lambda e: env.reset(seed=e.seed), env.step, None, ours_resets, None),
         (lambda e: peer.reset(), peer.step,
-         lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}), gem_resets),
+         lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}), gem_resets,
+         None),
+        (lambda e: env.reset(seed=e.seed), env.step, None, [], env.clear_passage_lines),  # resets: timed above
     )  # fmt: skip
     for _ in range(repeats):
         rates = []
-        for reset, step, after_reset, resets in sides:
+        for reset, step, after_reset, resets, before_pass in sides:
             scorer.clear_cache()
+            if before_pass is not None:
+                before_pass()
             timing = replay(reset, step, played, after_reset)
             rates.append(timing.turns / timing.step_s)
             resets.append(1e6 * timing.reset_s / len(played))
         ours_rates.append(rates[0])
         gem_rates.append(rates[1])
         ratios.append(rates[0] / rates[1])
+        cold_ratios.append(rates[2] / rates[1])
     turns = sum(len(e.responses) for e in played)
     return [
         style, str(len(played)), str(turns),
         f"{statistics.median(ours_rates):,.0f}", f"{statistics.median(gem_rates):,.0f}",
-        f"{statistics.median(ratios):.2f}", f"{min(ratios):.2f}",
+        f"{statistics.median(ratios):.2f}", f"{min(ratios):.2f}", f"{statistics.median(cold_ratios):.2f}",
         f"{statistics.median(ours_resets):.0f}", f"{statistics.median(gem_resets):.0f}",
     ]  # fmt: skip
 
@@ -187,7 +195,7 @@ def main() -> None:
     parser.add_argument("--skip-server", action="store_true", help="part 1 only")
     parser.add_argument("--out", help="also write the tables to this file")
     args = parser.parse_args()
-    console = Console(record=True, width=140)
+    console = Console(record=True, width=160)
     emit: Callable[[Any], None] = console.print
     emit("Search QA turns, agentenvs beside GEM (gem-llm 0.1.0), in process, same responses, same BM25 index;")
     emit(f"wall time on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run.")
@@ -198,7 +206,7 @@ def main() -> None:
         if isinstance(row, str):
             break
     columns = ("set", "episodes", "turns", "agentenvs turns/s", "GEM turns/s",
-               "ratio median", "ratio lowest", "agentenvs reset µs", "GEM reset µs")  # fmt: skip
+               "ratio median", "ratio lowest", "cold lines ratio", "agentenvs reset µs", "GEM reset µs")  # fmt: skip
     if rows:
         title = f"agentenvs ÷ GEM, {args.passages:,} passages, median of {args.repeats} alternating passes"
         emit(table_of(title, columns, rows))

@@ -80,3 +80,26 @@ def test_rows_of_the_in_process_index_are_what_retrieve_returns(tmp_path, monkey
         hits = env._search(query)
         assert [hit.index for hit in hits] == [hit.index for hit in expected], query
         assert [hit.passage for hit in hits] == [hit.passage for hit in expected], query
+
+
+def test_cleared_passage_lines_give_the_same_turns(tmp_path, monkeypatch):
+    from agentenvs.search.env import SearchEnv
+    from agentenvs.search.expert import SearchExpert
+
+    monkeypatch.setenv("AGENTENVS_CACHE", str(tmp_path))
+    monkeypatch.delenv("AGENTENVS_DATA", raising=False)
+    env = SearchEnv("musique", corpus_passages=3000, reward_preset="search-r1")
+
+    def played() -> list[tuple]:
+        obs, info = env.reset(seed=3)
+        turns, done = [(obs, info)], False
+        while not done:
+            obs, reward, terminated, truncated, info = env.step(SearchExpert(env).act(obs, info))
+            turns.append((obs, reward, info))
+            done = terminated or truncated
+        return turns
+
+    first, kept = played(), played()
+    env.clear_passage_lines()
+    assert len(env._passages._rows) == 0
+    assert first == kept == played()

@@ -574,6 +574,10 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     def action_help(self) -> str:
         return "Search with <search> query </search> or answer with <answer> text </answer>."
 
+    def clear_passage_lines(self) -> None:
+        """Forget the passage lines kept across episodes, as in a fresh env (the retriever keeps its cache)."""
+        self._passages = PassageLines(self._passages.capacity)
+
     @property
     def searches(self) -> int:
         """Searches made this episode."""
