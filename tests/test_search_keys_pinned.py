@@ -19,17 +19,10 @@ import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core.keys import stable_digest
 from agentenvs.search.env import SearchEnv
 from agentenvs.search.expert import SearchExpert
+from test_search import private_cache  # noqa: F401  (the module's private cache of small worlds)
 
 SMALL = 3000
 NOT_AN_ACTION = "I will think about it first."
-
-
-@pytest.fixture(scope="module", autouse=True)
-def private_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AGENTENVS_CACHE", str(tmp_path_factory.mktemp("search-cache")))
-        patch.delenv("AGENTENVS_DATA", raising=False)
-        yield
 
 
 def random_response(env: SearchEnv, rng: np.random.Generator, previous: str | None) -> str:

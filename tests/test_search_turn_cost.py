@@ -15,6 +15,7 @@ import numpy as np
 
 from agentenvs.core.judges import exact_match, normalize_answer, token_f1
 from agentenvs.search.protocol import SearchProtocol, cut_response
+from test_search import private_cache  # noqa: F401  (the module's private cache of small worlds)
 
 PIECES = (
     "<think>", "</think>", "<search>", "</search>", "<answer>", "</answer>", "<information>",
@@ -63,11 +64,9 @@ def test_answer_checks_equal_the_judges_on_hostile_answers():
             assert f1 == token_f1(prediction, golden), (prediction, golden)
 
 
-def test_rows_of_the_in_process_index_are_what_retrieve_returns(tmp_path, monkeypatch):
+def test_rows_of_the_in_process_index_are_what_retrieve_returns():
     from agentenvs.search.env import SearchEnv, bounded_query
 
-    monkeypatch.setenv("AGENTENVS_CACHE", str(tmp_path))
-    monkeypatch.delenv("AGENTENVS_DATA", raising=False)
     env = SearchEnv("hotpotqa", corpus_passages=3000, topk=5)
     assert env._rows_in_process
     env.reset(seed=0)
@@ -82,12 +81,10 @@ def test_rows_of_the_in_process_index_are_what_retrieve_returns(tmp_path, monkey
         assert [hit.passage for hit in hits] == [hit.passage for hit in expected], query
 
 
-def test_cleared_passage_lines_give_the_same_turns(tmp_path, monkeypatch):
+def test_cleared_passage_lines_give_the_same_turns():
     from agentenvs.search.env import SearchEnv
     from agentenvs.search.expert import SearchExpert
 
-    monkeypatch.setenv("AGENTENVS_CACHE", str(tmp_path))
-    monkeypatch.delenv("AGENTENVS_DATA", raising=False)
     env = SearchEnv("musique", corpus_passages=3000, reward_preset="search-r1")
 
     def played() -> list[tuple]:
