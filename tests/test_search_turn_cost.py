@@ -35,7 +35,12 @@ def hostile_responses() -> list[str]:
             ("", " ", "</search>", " <search>z</search>"),
         )
     ]  # fmt: skip
-    return drawn + shaped
+    long = [
+        "<think>" + "a<" * 100_000 + "</think><search>q</search>",
+        "<think>x</think>" + " " * 100_000 + "<answer>" + "[" * 200_000,
+        "<think>" + "<thin" * 40_000 + "</think>\n<answer> a </answer>",
+    ]
+    return drawn + shaped + long
 
 
 def test_the_well_formed_turn_match_reads_as_the_general_rule():
