@@ -128,6 +128,7 @@ HOSTILE_FRAMES = [
     ('"reset"', "VALIDATION_ERROR", "must be a JSON object"),
     ('{"type": "reset", "data": {"seed": NaN}}', "INVALID_JSON", "NaN is not JSON"),
     ('{"type": "reset", "data": {"seed": Infinity}}', "INVALID_JSON", "Infinity is not JSON"),
+    ('{"type": "reset", "data": {"seed": 1e999}}', "INVALID_JSON", "the number 1e999 is out of range"),
     ("[" * 200_000, "VALIDATION_ERROR", "nested deeper"),
     ('{"a": ' * 40 + "1" + "}" * 40, "VALIDATION_ERROR", "nested deeper than 32"),
     ('{"type": "step", "data": {"response": "\\ud800 lone"}}', "VALIDATION_ERROR", "lone surrogate (U+D800)"),

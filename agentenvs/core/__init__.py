@@ -3,8 +3,9 @@
 Every family, agent, evaluator and trainer builds on this package: the env
 contract (``env``), the action protocol (``protocol``), keys and derived
 randomness (``keys``), task sources (``tasks``), spaces, chat clients, judges,
-the prompt pieces every harness shares (``prompting``) and the registry
-(``registration``).
+the prompt pieces every harness shares (``prompting``), the registry
+(``registration``) and the readers of outside input (``untrusted``: strict
+JSON, hostile values shown short).
 
 May import: nothing (third-party libraries only), so that anything may
 import it without a cycle.

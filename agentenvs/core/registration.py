@@ -37,6 +37,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentenvs.core.untrusted import short_repr
+
 NAMESPACE = "agentenvs"
 RANDOM_AGENT = "agentenvs.agents.scripted:RandomAgent"
 # Subpackages of agentenvs that hold no env family; registering never imports them.
@@ -122,12 +124,6 @@ def register_all() -> list[EnvEntry]:
 
 
 # ------------------------------------------------------------------ queries
-def _shown(name: Any, limit: int = 80) -> str:
-    """``repr(name)`` cut to ``limit`` characters, so an error about a hostile name stays one short line."""
-    text = repr(name)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
 def entries() -> list[EnvEntry]:
     """Every registered entry, in registration order."""
     return list(ENTRIES.values())
@@ -140,7 +136,7 @@ def entry_of(env_id: str) -> EnvEntry:
     except (KeyError, TypeError):
         variants = sum(entry.variant_of is not None for entry in ENTRIES.values())
         raise UnknownEnvError(
-            f"unknown env id {_shown(env_id)}; registered: {', '.join(main_ids())} "
+            f"unknown env id {short_repr(env_id)}; registered: {', '.join(main_ids())} "
             f"(and {variants} variants; `agentenvs list` shows them all)"
         ) from None
 
@@ -150,7 +146,7 @@ def resolve_id(name: str) -> str:
     for candidate in (name, f"{NAMESPACE}/{name}"):
         if candidate in gym.registry:
             return candidate
-    raise UnknownEnvError(f"unknown env id {_shown(name)}; `agentenvs list` shows the ids")
+    raise UnknownEnvError(f"unknown env id {short_repr(name)}; `agentenvs list` shows the ids")
 
 
 def family_of(env_id: str) -> str:

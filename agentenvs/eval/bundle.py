@@ -63,6 +63,7 @@ from packaging.version import InvalidVersion, Version
 
 import agentenvs
 from agentenvs.core.keys import stable_digest
+from agentenvs.core.untrusted import loads_json
 from agentenvs.eval.panel import PanelSpec, panel_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
@@ -290,20 +291,9 @@ def parse_json(text: str | bytes) -> Any:
     Python recurses (``[[[…]]]`` 200,000 deep) and text that is not UTF-8.
     """
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return loads_json(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise BundleError(f"not JSON: {type(exc).__name__}: {exc}") from None
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
 
 
 def validate(kind: str, data: Any) -> None:

@@ -43,7 +43,7 @@ HTTP ``POST /reset``, ``/step``  OpenEnv's one-shot routes: each builds a fresh 
 
 Refusals (the session stays open, the server keeps serving): a message that is
 not JSON, not a JSON object, nested deeper than :data:`MAX_DEPTH`, larger than
-``max_message_bytes``, holding a lone surrogate, ``NaN`` or ``Infinity``, a
+``max_message_bytes``, holding a lone surrogate, ``NaN``, ``Infinity`` or ``1e999``, a
 binary frame, a seed that is not an integer in range, an unknown task id, a step
 outside an episode. Over ``/ws`` each is an OpenEnv error frame
 (``{"type": "error", "data": {"message", "code"}}``); over HTTP a 400 (413 for
@@ -78,6 +78,7 @@ from pydantic import Field
 import agentenvs
 from agentenvs.core.prompting import observation_text
 from agentenvs.core.tasks import UnknownTaskError
+from agentenvs.core.untrusted import loads_json, short_repr
 
 MAX_SEED = 2**63  # seeds are integers in [0, MAX_SEED): what a 64-bit signed integer holds
 MAX_DEPTH = 32  # JSON nesting a message may have (reset and step need 3)
@@ -121,12 +122,6 @@ class AgentenvsState(State):
     state_key: str = ""
 
 
-def _shown(value: Any) -> str:
-    """A short repr of a client's value for an error message."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}..."
-
-
 def _plain(value: Any) -> Any:
     """``value`` as JSON data (numpy scalars and arrays to Python, tuples to lists)."""
     if value is None or isinstance(value, (str, bool, int, float)):
@@ -147,7 +142,7 @@ def check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
-        raise RefusedRequest(f"seed must be an integer in [0, 2**63), got {_shown(seed)}")
+        raise RefusedRequest(f"seed must be an integer in [0, 2**63), got {short_repr(seed)}")
     return seed
 
 
@@ -156,7 +151,7 @@ def _check_identifier(name: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str) or not 0 < len(value) <= MAX_ID_CHARS:
         raise RefusedRequest(
-            f"{name} must be a string of 1 to {MAX_ID_CHARS} characters, got {_shown(value)}"
+            f"{name} must be a string of 1 to {MAX_ID_CHARS} characters, got {short_repr(value)}"
         )
     return value
 
@@ -188,7 +183,7 @@ class AgentenvsEnvironment(Environment):
         """``env.reset(seed=seed)``, or the task ``task_id``; the observation carries the instructions."""
         if unknown:
             raise RefusedRequest(
-                f"unknown reset field(s) {sorted(map(_shown, unknown))}; "
+                f"unknown reset field(s) {sorted(map(short_repr, unknown))}; "
                 "a reset takes seed, task_id, episode_id"
             )
         seed = check_seed(seed)
@@ -282,10 +277,6 @@ def _first_unsafe_part(message: Any) -> str | None:
     return None
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 class WireGuard:
     """ASGI middleware that refuses hostile messages before OpenEnv's server reads them.
 
@@ -320,10 +311,10 @@ class WireGuard:
                 f"a message of {size} bytes exceeds the limit of {self.max_message_bytes} bytes"
             )
         try:
-            message = json.loads(text, parse_constant=_refuse_constant)
+            message = loads_json(text)
         except RecursionError:
             return WSErrorCode.VALIDATION_ERROR, f"the message is nested deeper than {MAX_DEPTH} levels"
-        except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity, integers over Python's digit limit
+        except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity/1e999, integers over Python's digit limit
             return WSErrorCode.INVALID_JSON, f"Invalid JSON: {exc}"
         if not isinstance(message, dict):
             return (
