@@ -1,14 +1,14 @@
-"""The README env table's "known hacks" column, generated from each env's docstring table.
+"""The "known hacks" column of the env table in docs/reference/env-table.md, from each env's docstring table.
 
 Every env module's docstring table has a ``Known hacks`` row: what a policy
 could farm under the default weights (and each reward preset), and what stops
-it. This script copies that row into the last column of the README's env
+it. This script copies that row into the last column of that page's env
 table, row by row (the env of a row is the first id its first cell names;
 a row whose text equals the row above reads "as above").
 
     python scripts/hacks_column.py            # print the table with the column filled
-    python scripts/hacks_column.py --write    # write it into README.md
-    python scripts/hacks_column.py --check    # exit 1 when README.md differs
+    python scripts/hacks_column.py --write    # write it into the page
+    python scripts/hacks_column.py --check    # exit 1 when the page differs
 
 ``tests/test_reward_hacking.py`` runs ``--check``'s comparison in the default suite.
 """
@@ -24,11 +24,14 @@ import gymnasium as gym
 
 import agentenvs  # noqa: F401  (registers the ids)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: readme_blocks
-from readme_blocks import Block, main  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: page_blocks
+from page_blocks import Block, main  # noqa: E402
 
-BLOCK = Block("<!-- env-table:start (scripts/hacks_column.py --write fills the last column) -->",
-              "<!-- env-table:end -->")
+BLOCK = Block(
+    "docs/reference/env-table.md",
+    "<!-- env-table:start (scripts/hacks_column.py --write fills the last column) -->",
+    "<!-- env-table:end -->",
+)
 HEADER = "known hacks (default weights, each preset)"
 ROW_LABEL = "Known hacks"
 _RULE = re.compile(r"=+ +=+")
@@ -71,7 +74,7 @@ def known_hacks(env_id: str) -> str:
 
 
 def as_markdown(text: str) -> str:
-    """Docstring markup to a README table cell: ``code`` to `code`, pipes escaped."""
+    """Docstring markup to a markdown table cell: ``code`` to `code`, pipes escaped."""
     return text.replace("``", "`").replace("|", "\\|")
 
 
@@ -96,16 +99,11 @@ def table_with_column(table: str) -> str:
         cells = _cells(row)[: len(head_cells) - 1]
         env_id = _ENV_ID.search(cells[0])
         if env_id is None:
-            raise ValueError(f"README env table row names no env id: {row[:80]!r}")
+            raise ValueError(f"env table row names no env id: {row[:80]!r}")
         text = as_markdown(known_hacks(env_id.group(0)))
         lines.append(_row([*cells, "as above" if text == previous else text]))
         previous = text
     return "\n".join(lines)
-
-
-def readme_table(readme: str) -> str:
-    """The env table as README.md holds it now."""
-    return BLOCK.read(readme)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""How typical model replies are read by each family: the README's reading-rule table.
+"""How typical model replies are read by each family: the reading-rule table of docs/reference/reading-rule.md.
 
 Plays each reply as the first turn of every family's default env and reports
 what the env did with it, so the table shows behaviour, not intent.
 
     python scripts/reading_table.py            # print the table
-    python scripts/reading_table.py --write    # replace the table in README.md
-    python scripts/reading_table.py --check    # exit 1 when README.md differs
+    python scripts/reading_table.py --write    # replace the table in the page
+    python scripts/reading_table.py --check    # exit 1 when the page differs
 
 ``tests/test_reading_rule.py`` runs ``--check``'s comparison in the default suite.
 """
@@ -20,10 +20,14 @@ import gymnasium as gym
 
 import agentenvs  # noqa: F401  (registers the ids)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: readme_blocks
-from readme_blocks import Block, main  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: page_blocks
+from page_blocks import Block, main  # noqa: E402
 
-BLOCK = Block("<!-- reading-table:start (scripts/reading_table.py --write) -->", "<!-- reading-table:end -->")
+BLOCK = Block(
+    "docs/reference/reading-rule.md",
+    "<!-- reading-table:start (scripts/reading_table.py --write) -->",
+    "<!-- reading-table:end -->",
+)
 
 
 @dataclass(frozen=True)
@@ -95,11 +99,6 @@ def reading_table() -> str:
         "(world unchanged, `invalid_action` = 1), and the `format` component."
     )
     return "\n".join([legend, "", *lines])
-
-
-def readme_table(readme: str) -> str:
-    """The table as README.md holds it now."""
-    return BLOCK.read(readme)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The one reading rule, family by family: typical replies, the README's table, what invalid turns say."""
+"""The one reading rule, family by family: typical replies, the reference page's table, what invalid turns say."""
 
 from __future__ import annotations
 
@@ -65,9 +65,8 @@ def test_the_action_read_is_stripped_and_folded_only_where_the_original_folds(en
     assert capitalised == ((family.action,) if name == "Sokoban" else (family.capitalised,))
 
 
-def test_readme_table_is_what_the_envs_do():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert TABLE.readme_table(readme) == TABLE.reading_table(), "run: python scripts/reading_table.py --write"
+def test_the_reading_rule_page_table_is_what_the_envs_do():
+    assert TABLE.BLOCK.current() == TABLE.reading_table(), "run: python scripts/reading_table.py --write"
 
 
 # ------------------------------------------------- what an invalid turn says
