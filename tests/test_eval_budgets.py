@@ -257,11 +257,11 @@ def test_how_tokens_were_counted_is_recorded_honestly(tmp_path):
     assert (estimated["context_length"], estimated["token_count"]) == (100_000, "estimate")
 
 
-def test_the_readme_states_each_envs_reply_budget():
+def test_the_eval_page_states_each_envs_reply_budget():
     from pathlib import Path
 
-    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
-    paragraph = readme[readme.index("**Replies and context.**") :][:700]
+    page = " ".join((Path(__file__).parents[1] / "docs" / "reference" / "evaluation.md").read_text(encoding="utf-8").split())
+    paragraph = page[page.index("## Replies and context") :][:700]
     stated = {
         "ALFWorld": 512, "WebShop": 512, "Sokoban": 512, "TextCraft": 150, "Search": 500, "BabyAI": 4096,
         "ColBench": 1024, "ColBench-Frontend": 2048,

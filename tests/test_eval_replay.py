@@ -293,8 +293,8 @@ def test_the_eval_modules_left_agents_without_a_shim():
         assert (PACKAGE / "agents" / f"{name}.py").is_file()
 
 
-def test_the_readme_states_the_one_tolerance():
-    readme = " ".join((PACKAGE.parent / "README.md").read_text(encoding="utf-8").split())
-    match = re.search(r"within 1e-(\d+) relative \(1e-(\d+) absolute\)", readme)
+def test_the_command_line_page_states_the_one_tolerance():
+    page = " ".join((PACKAGE.parent / "docs" / "reference" / "cli.md").read_text(encoding="utf-8").split())
+    match = re.search(r"within 1e-(\d+) relative \(1e-(\d+) absolute\)", page)
     assert match is not None
     assert (10.0 ** -int(match[1]), 10.0 ** -int(match[2])) == (RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE)

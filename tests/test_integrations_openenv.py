@@ -176,16 +176,17 @@ def refusal(socket_connection: Any, frame: str | bytes) -> dict[str, Any]:
     return reply["data"]
 
 
-def readme_openenv_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("### OpenEnv: `agentenvs serve`")
-    return text[start : text.index("\n## ", start)]
+def docs_openenv_section() -> str:
+    text = (ROOT / "docs" / "reference" / "integrations.md").read_text(encoding="utf-8")
+    start = text.index("## OpenEnv: `agentenvs serve`")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
 
 
 @pytest.fixture(scope="module")
-def readme_server(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, int]]:
-    """The README's ``agentenvs serve`` command, run as written but on a free port."""
-    command = re.search(r"^agentenvs serve .*$", readme_openenv_section(), re.MULTILINE).group(0).split()
+def docs_server(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The integrations page's ``agentenvs serve`` command, run as written but on a free port."""
+    command = re.search(r"^agentenvs serve .*$", docs_openenv_section(), re.MULTILINE).group(0).split()
     assert command[command.index("--port") + 1] == "8000"
     port = free_port()
     command[command.index("--port") + 1] = str(port)
@@ -210,11 +211,11 @@ def readme_server(tmp_path_factory) -> Iterator[tuple[subprocess.Popen, int]]:
             server.wait(timeout=30)
 
 
-def test_the_readme_client_example_runs_against_the_readme_command(readme_server, tmp_path):
-    _, port = readme_server
-    block = re.search(r"```python\n(.*?)```", readme_openenv_section(), re.DOTALL).group(1)
+def test_the_docs_client_example_runs_against_the_docs_command(docs_server, tmp_path):
+    _, port = docs_server
+    block = re.search(r"```python\n(.*?)```", docs_openenv_section(), re.DOTALL).group(1)
     assert "http://127.0.0.1:8000" in block
-    script = tmp_path / "readme_openenv.py"
+    script = tmp_path / "docs_openenv.py"
     script.write_text(block.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}"), encoding="utf-8")
     result = subprocess.run(
         [sys.executable, str(script)],
@@ -228,8 +229,8 @@ def test_the_readme_client_example_runs_against_the_readme_command(readme_server
     assert "'invalid_action'" in result.stdout  # the components of each turn were printed
 
 
-def test_agentenvs_serve_refuses_hostile_input_and_keeps_serving(readme_server):
-    server, port = readme_server
+def test_agentenvs_serve_refuses_hostile_input_and_keeps_serving(docs_server):
+    server, port = docs_server
     base = f"http://127.0.0.1:{port}"
     episode = expert_episode(SOKOBAN, 4)
     with connect(f"ws://127.0.0.1:{port}/ws", max_size=WS_FRAME_LIMIT) as raw:

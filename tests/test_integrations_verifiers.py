@@ -153,13 +153,13 @@ def test_the_rubric_is_the_env_s_reward_components_with_their_weights(evaluated)
     assert isinstance(env, vf.MultiTurnEnv)
 
 
-def test_the_readme_example_runs_against_the_local_server(server, tmp_path):
+def test_the_docs_example_runs_against_the_local_server(server, tmp_path):
     (block,) = [
         code
-        for _, code, _, _ in python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+        for _, code, _, _ in python_blocks((ROOT / "docs" / "reference" / "integrations.md").read_text(encoding="utf-8"))
         if "agentenvs.integrations.verifiers" in code
     ]
-    script = tmp_path / "readme_verifiers.py"
+    script = tmp_path / "docs_verifiers.py"
     script.write_text(block, encoding="utf-8")
     paths = [str(ROOT), os.environ.get("PYTHONPATH")]
     env = dict(

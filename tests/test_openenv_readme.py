@@ -1,4 +1,4 @@
-"""The README's OpenEnv load-test figures are the ones benchmarks/bench_openenv.py recorded."""
+"""The integrations page's OpenEnv load-test figures are the ones benchmarks/bench_openenv.py recorded."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ QUOTED = re.compile(
 
 
 def load_paragraph() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "reference" / "integrations.md").read_text(encoding="utf-8")
     start = text.index("**Load test** (`benchmarks/bench_openenv.py`")
-    return " ".join(text[start : text.index("\n\n", start)].split())
+    end = text.find("\n\n", start)
+    return " ".join(text[start : end if end >= 0 else len(text)].split())
 
 
 def recorded_rows() -> dict[str, dict[str, list[str]]]:

@@ -1,24 +1,44 @@
-"""The README's retrieval tables are the benchmarks' own output."""
+"""The retrieval page shows every retrieval benchmark's output file, included as written (never retyped)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "reference" / "retrieval.md"
 RESULTS = sorted((ROOT / "benchmarks" / "results").glob("bench_retrieval*.txt"))
+# a MyST literalinclude fence: ```{literalinclude} PATH
+INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)\s*$", re.MULTILINE)
+
+
+def included_files(page: Path) -> set[Path]:
+    """The files ``page`` includes with ``{literalinclude}``, resolved from the page's folder."""
+    return {(page.parent / target).resolve() for target in INCLUDE.findall(page.read_text(encoding="utf-8"))}
+
+
+def test_the_include_reader_resolves_from_the_page_folder(tmp_path):
+    page = tmp_path / "docs" / "page.md"
+    page.parent.mkdir()
+    page.write_text("```{literalinclude} ../results/a.txt\n:language: text\n```\n```python\nb\n```\n")
+    assert included_files(page) == {(tmp_path / "results" / "a.txt").resolve()}
 
 
 @pytest.mark.parametrize("result", RESULTS, ids=[path.name for path in RESULTS])
-def test_readme_shows_every_row_of_the_benchmark_output(result):
-    readme = (ROOT / "README.md").read_text()
+def test_the_retrieval_page_includes_the_benchmark_output_as_written(result):
+    assert result.resolve() in included_files(PAGE), f"{PAGE.name} does not include {result.name}"
     rows = [line for line in result.read_text().splitlines() if line.startswith("| ") and "---" not in line]
     assert rows, f"{result} holds no table"
-    missing = [row for row in rows if row not in readme]
-    assert not missing, f"README lacks these rows of {result.name}: {missing}"
 
 
 def test_every_retrieval_benchmark_has_its_output_recorded():
     scripts = {path.stem for path in (ROOT / "benchmarks").glob("bench_retrieval*.py")}
     assert scripts == {path.stem for path in RESULTS}
+
+
+def test_every_included_file_of_every_docs_page_exists():
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    missing = [(page.name, path) for page in pages for path in included_files(page) if not path.is_file()]
+    assert not missing, missing

@@ -1,4 +1,4 @@
-"""The README's batched-rollout figures (env share, Search beside GEM, batch renders) quote the recorded output."""
+"""The benchmarks page's batched-rollout figures (env share, Search beside GEM, batch renders) quote the recorded output."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 FIGURE = re.compile(r"\d+\.\d+")
-SECTION = "### The env's share of a batched rollout"
+PAGE = ROOT / "docs" / "reference" / "benchmarks.md"
+SECTION = "## The env's share of a batched rollout"
 
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
+def page_section() -> str:
+    text = PAGE.read_text()
     start = text.index(SECTION)
     end = text.find("\n## ", start)
     return text[start : end if end >= 0 else len(text)]
@@ -32,7 +33,7 @@ def test_the_share_table_has_one_row_per_recorded_env_with_its_figures():
         for line in (RESULTS / "bench_rollout_share.txt").read_text().splitlines()
         if line.startswith("agentenvs/")
     }
-    rows = [line for line in readme_section().splitlines() if line.startswith("| agentenvs/")]
+    rows = [line for line in page_section().splitlines() if line.startswith("| agentenvs/")]
     quoted = {row.split("|")[1].strip(): row for row in rows}
     assert len(rows) == len(quoted) and set(quoted) == set(recorded)
     for env_id, row in quoted.items():
@@ -43,14 +44,14 @@ def test_the_share_table_has_one_row_per_recorded_env_with_its_figures():
 
 def test_the_decode_speeds_and_their_source_are_the_recorded_ones():
     recorded = (RESULTS / "bench_rollout_share.txt").read_text()
-    speeds = re.findall(r"([\d.]+B): (\d+) tokens/s", readme_section())
+    speeds = re.findall(r"([\d.]+B): (\d+) tokens/s", page_section())
     assert {model for model, _ in speeds} == {"1.5B", "7B"}
     for model, rate in speeds:
         assert f"decode {model}: {rate} tokens/s per sequence (vLLM blog 2024-09-05" in recorded
 
 
 def test_search_beside_gem_and_batch_render_figures_are_recorded():
-    section = readme_section()
+    section = page_section()
     for opening, result in (("**Search QA beside GEM**", "bench_search.txt"),
                             ("**Batch renders**", "bench_render_batch.txt")):  # fmt: skip
         quoted = set(FIGURE.findall(paragraph(section, opening)))
@@ -63,8 +64,8 @@ def test_every_figure_of_the_section_is_recorded():
     recorded = set()
     for result in ("bench_rollout_share.txt", "bench_search.txt", "bench_render_batch.txt"):
         recorded |= set(FIGURE.findall((RESULTS / result).read_text()))
-    quoted = set(FIGURE.findall(readme_section()))
-    assert quoted <= recorded, f"the README section quotes {sorted(quoted - recorded)}, recorded nowhere"
+    quoted = set(FIGURE.findall(page_section()))
+    assert quoted <= recorded, f"the page's section quotes {sorted(quoted - recorded)}, recorded nowhere"
 
 
 @pytest.mark.parametrize(
@@ -78,6 +79,6 @@ def test_the_replay_figures_are_the_recorded_episodes_per_second(opening: str, r
     recorded = {row["env"].removeprefix("agentenvs/").removesuffix("-v0"): round(row["episodes_per_s"]) for row in rows}
     quoted = dict(
         (name, int(rate.replace(",", "")))
-        for rate, name in re.findall(r"(\d[\d,]*) on ([A-Z][A-Za-z-]+)", paragraph(readme_section(), opening))
+        for rate, name in re.findall(r"(\d[\d,]*) on ([A-Z][A-Za-z-]+)", paragraph(page_section(), opening))
     )
     assert len(quoted) >= 4 and quoted.items() <= recorded.items(), (quoted, recorded)

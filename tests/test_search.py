@@ -357,11 +357,11 @@ def test_a_retrieval_server_url_gives_the_same_information(tmp_path):
             make("hotpotqa", retriever=f"{url}/search")
 
 
-def test_readme_row_states_the_test_sizes_and_presets():
+def test_the_env_table_row_states_the_test_sizes_and_presets():
     from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    [row] = [line for line in readme.splitlines() if line.startswith("| `agentenvs/Search-v0`")]
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "env-table.md").read_text()
+    [row] = [line for line in page.splitlines() if line.startswith("| `agentenvs/Search-v0`")]
     names = {"nq": "NQ", "triviaqa": "TriviaQA", "popqa": "PopQA", "hotpotqa": "HotpotQA", "2wiki": "2Wiki",
              "musique": "MuSiQue", "bamboogle": "Bamboogle"}
     for style, size in TEST_SIZES.items():
