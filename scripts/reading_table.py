@@ -13,6 +13,7 @@ what the env did with it, so the table shows behaviour, not intent.
 from __future__ import annotations
 
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import agentenvs  # noqa: F401  (registers the ids)
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: page_blocks
 from page_blocks import Block, main  # noqa: E402
 
+LEGEND_WIDTH = 100  # the legend's lines, so that the page reads without side scrolling
 BLOCK = Block(
     "docs/reference/reading-rule.md",
     "<!-- reading-table:start (scripts/reading_table.py --write) -->",
@@ -98,7 +100,7 @@ def reading_table() -> str:
         "the action(s) read (— when none), ✓ when the turn applied them or ✗ when it was invalid "
         "(world unchanged, `invalid_action` = 1), and the `format` component."
     )
-    return "\n".join([legend, "", *lines])
+    return "\n".join([*textwrap.wrap(legend, width=LEGEND_WIDTH, break_on_hyphens=False), "", *lines])
 
 
 if __name__ == "__main__":

@@ -179,6 +179,14 @@ def test_the_readme_is_a_short_front_door():
     assert len(example.strip().splitlines()) <= 10
 
 
+@pytest.mark.parametrize("page", PAGES[1:], ids=[page.relative_to(ROOT).as_posix() for page in PAGES[1:]])
+def test_no_prose_line_of_a_docs_page_runs_past_the_limit(page):
+    # table rows cannot wrap; everything else can
+    lines = [(n, len(line)) for n, line in prose_lines(page.read_text(encoding="utf-8")) if not line.startswith("|")]
+    long = [(number, length) for number, length in lines if length > MAX_LINE_CHARS]
+    assert not long, f"{page.relative_to(ROOT)}: lines over {MAX_LINE_CHARS} characters (line, length): {long}"
+
+
 def test_the_readme_env_table_has_one_line_per_family_naming_its_ids():
     import agentenvs
 
