@@ -3,7 +3,7 @@
 Runs ``agentenvs diagnose grouping`` (:mod:`agentenvs.diagnostics.grouping`) on each family's main
 env with the random and the expert agent, writes each result (JSON and PNG) to
 ``benchmarks/results/grouping/`` and prints the Markdown table of every family's file there, which
-the README quotes (``--envs`` reruns some families).
+docs/reference/grouping.md quotes (``--envs`` reruns some families).
 
     python benchmarks/bench_grouping.py [--episodes 64] [--group-size 8]
 """

@@ -2,8 +2,9 @@
 # The papers' comparisons, three seeds each, on a GPU (local model directories only):
 #   scripts/reproduce.sh [--dry-run] gigpo-alfworld|gigpo-webshop|gigpo-sokoban|mt-ppo-sokoban|mt-grpo-search|sweet-rl-colbench MODEL_DIR
 # Runs land in runs/<setting>/<variant>-s<seed>; plot: python -m baselines.metrics plot runs/<setting>/*/metrics.jsonl
-# The estimators run the released code's arithmetic (algorithm.preset=reference, see the README's table
-# "paper form vs released code"); PRESET=paper runs the papers' formulas instead. PPO has no preset.
+# The estimators run the released code's arithmetic (algorithm.preset=reference, see the table
+# "paper form vs released code" of docs/reference/baselines.md); PRESET=paper runs the papers' formulas
+# instead. PPO has no preset.
 # --dry-run prints each command and its resolved config without running anything (MODEL_DIR optional).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,7 +4,7 @@
 ``gymnasium.vector.AsyncVectorEnv`` (``shared_memory=True``, the default).
 Gymnasium's layout for ``Text`` reads the shared block once, when the vector
 env is built, so every later observation comes back as that first read (the
-README's notes hold a reproduction); ours keeps, per env, the text's length
+vector envs page, docs/reference/vector-envs.md, holds a reproduction); ours keeps, per env, the text's length
 and its code points, and reads them back when the observation is taken.
 """
 

@@ -27,8 +27,8 @@ dicts in canonical order, so equal values give equal digests; ``1`` and
 bytes a jail writes: a malformed line fails its call and is counted in
 ``SandboxRun.malformed``.
 
-What the jail stops and what it does not is listed in the README (ColBench,
-"The sandbox: what it stops and what it does not").
+What the jail stops and what it does not is listed in docs/envs/notes/ColBench.md
+("The sandbox: what it stops and what it does not").
 """
 
 from __future__ import annotations
