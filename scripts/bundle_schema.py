@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder: page_bl
 from page_blocks import Block, main  # noqa: E402
 
 BLOCK = Block(
-    "docs/reference/leaderboard.md",
-    "<!-- bundle-schema:start (scripts/bundle_schema.py --write) -->",
-    "<!-- bundle-schema:end -->",
+    page="docs/reference/leaderboard.md",
+    start="<!-- bundle-schema:start (scripts/bundle_schema.py --write) -->",
+    end="<!-- bundle-schema:end -->",
 )
 # (schema keyword, how a row shows it); the keywords a row shows, in this order
 CONSTRAINTS = (
