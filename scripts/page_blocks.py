@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True)
 class Block:
-    """The text between ``start`` and ``end`` in the page ``page`` (a path relative to the repository root)."""
+    """The text between ``start`` and ``end`` in ``page`` (a path from the repository root)."""
 
     page: str
     start: str
@@ -44,7 +44,9 @@ class Block:
         return f"{text[:begin]}\n{block}\n{text[finish:]}"
 
 
-def main(block: Block, generate: Callable[[str], str], description: str, argv: list[str] | None = None) -> int:
+def main(
+    block: Block, generate: Callable[[str], str], description: str, argv: list[str] | None = None
+) -> int:
     """Print the generated block, or ``--write`` it into its page, or ``--check`` that the page holds it."""
     parser = argparse.ArgumentParser(description=description)
     mode = parser.add_mutually_exclusive_group()

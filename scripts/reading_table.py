@@ -1,4 +1,4 @@
-"""How typical model replies are read by each family: the reading-rule table of docs/reference/reading-rule.md.
+"""How typical model replies are read by each family: the table of docs/reference/reading-rule.md.
 
 Plays each reply as the first turn of every family's default env and reports
 what the env did with it, so the table shows behaviour, not intent.
