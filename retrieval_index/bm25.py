@@ -164,6 +164,12 @@ def validate_block_size(size: object) -> int:
     return int(size)
 
 
+def float32_floors(values: np.ndarray) -> np.ndarray:
+    """Each value's :func:`float32_below`: the largest float32 not above it."""
+    rounded = values.astype(np.float32)
+    return np.where(rounded > values, np.nextafter(rounded, np.float32(-np.inf)), rounded)
+
+
 def float32_below(value: float) -> np.float32:
     """The largest float32 not above ``value``: comparing float32 scores with it keeps every score ≥ value."""
     rounded = np.float32(value)
@@ -314,17 +320,20 @@ class BM25Scorer:
                 return ranked.top_k()
             rows, term_scores = self.postings(term)
             earlier, later = rarest_first[:taken], rarest_first[taken + 1 :]
+            seeded = np.zeros(len(rows), dtype=bool)
             if ranked.theta == 0 and len(rows) > SEED_ROWS:
                 # no θ yet and a long list: the rows scoring best in it are ranked first, to set one
                 self.path_counts["seeded"] += 1
-                best = np.zeros(len(rows), dtype=bool)
-                best[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = True
+                seeded[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = True
                 ranked.add(
                     *self._new_rows_scored(
-                        query, term, rows[best], term_scores[best], earlier, later, 0.0, topk
+                        query, term, rows[seeded], term_scores[seeded], earlier, later, 0.0, topk
                     )
                 )
-                rows, term_scores = rows[~best], term_scores[~best]
+            if ranked.theta > 0:
+                rows, term_scores = self._may_reach(query, term, later, ranked.theta, seeded)
+            else:
+                rows, term_scores = rows[~seeded], term_scores[~seeded]
             ranked.add(
                 *self._new_rows_scored(query, term, rows, term_scores, earlier, later, ranked.theta, topk)
             )
@@ -342,7 +351,7 @@ class BM25Scorer:
         theta: float,
         topk: int,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of ``term``'s list (increasing) that no ``earlier`` list holds and that may score θ
+        """The ``rows`` of ``term``'s list (increasing) that no ``earlier`` list holds and that may score θ
         or more, with their exact scores.
 
         A row first met here gets nothing from the earlier lists, so it scores at most its score here
@@ -352,12 +361,6 @@ class BM25Scorer:
         falls below θ.
         """
         repeats, slack = query.repeats, query.slack
-        if theta > 0:
-            floor = float32_below((theta / slack - query.bound(later)) / repeats[term])
-            if floor > 0:
-                self.path_counts["trimmed lists"] += 1
-                kept = term_scores >= floor
-                rows, term_scores = rows[kept], term_scores[kept]
         largest_first = sorted(later, key=query.bounds.__getitem__, reverse=True)
         # each list's score in each row (this list's first, then the later lists' as they are looked up),
         # by the row's place in the list; rows still in the running are the places in ``alive``
@@ -388,6 +391,57 @@ class BM25Scorer:
             if each in position:
                 scores += found_scores[position[each]]
         return rows, scores
+
+    def _may_reach(
+        self, query: Query, term: int, later: list[int], theta: float, seeded: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``term``'s list not ``seeded`` (a mask over the list, of rows ranked already), with
+        their scores there, that may score θ or more if no earlier list holds them (Block-Max
+        MaxScore's block skipping).
+
+        Such a row of ``term``'s block B scores at most repeats · its score here plus, for each
+        ``later`` list, repeats · the largest bound of that list's blocks that overlap B's rows (from
+        B's first row to its last). Blocks whose own bound cannot reach θ with that are skipped whole;
+        in the rest, each row must reach the block's floor.
+        """
+        rows, term_scores = self.postings(term)
+        size = self.bounds.size
+        firsts, lasts = self._block_rows(term)
+        later_bound = np.zeros(len(firsts))
+        for other in later:
+            other_firsts, other_bounds = self._block_rows(other)[0], self.bounds.of(other)
+            if len(other_firsts) == 0:
+                continue
+            # the other list's blocks holding B's first and last rows (block 0 for rows before its first);
+            # reduceat's maximum runs from the first of them up to the next block's first one, which is
+            # at or after the last one: with the last one's own bound, that covers every overlapping block
+            first_block = np.maximum(np.searchsorted(other_firsts, firsts, side="right") - 1, 0)
+            last_block = np.maximum(np.searchsorted(other_firsts, lasts, side="right") - 1, 0)
+            overlapping = np.maximum(np.maximum.reduceat(other_bounds, first_block), other_bounds[last_block])
+            later_bound += overlapping * np.float64(query.repeats[other])
+        floors = float32_floors((theta / query.slack - later_bound * query.slack) / query.repeats[term])
+        open_blocks = self.bounds.of(term) >= floors
+        if not open_blocks.all():
+            self.path_counts["skipped blocks"] += 1
+        if open_blocks.sum() * 2 < len(open_blocks):
+            # few blocks left: only their postings are read
+            at = (np.flatnonzero(open_blocks)[:, None] * size + np.arange(size)).ravel()
+            at = at[at < len(rows)]
+            at = at[term_scores[at] >= floors[at // size]]
+        else:
+            at = np.flatnonzero(term_scores >= np.repeat(floors, size)[: len(rows)])
+        if len(at) < len(rows):
+            self.path_counts["trimmed lists"] += 1
+        at = at[~seeded[at]]
+        return rows[at], term_scores[at]
+
+    def _block_rows(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first and the last row of each block of ``term``'s list."""
+        start, end = int(self.indptr[term]), int(self.indptr[term + 1])
+        size = self.bounds.size
+        firsts = self.indices[start:end:size]
+        lasts = self.indices[np.minimum(np.arange(start + size, end + size, size), end) - 1]
+        return np.ascontiguousarray(firsts), lasts
 
     def _scores_in(self, term: int, rows: np.ndarray) -> np.ndarray:
         """``term``'s score in each of ``rows`` (0 where its list does not hold the row)."""
