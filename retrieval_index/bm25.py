@@ -42,6 +42,8 @@ BOUNDS_META = "block_max.json"
 BOUNDS_VERSION = 1
 # postings per block of the block bounds
 BLOCK_SIZE = 128
+# a later list whose smallest block bound is at least this share of its largest bounds blocks by its largest
+BLOCK_GAIN = 0.9
 # a query whose corpus size plus posting list lengths is at most this is scored exhaustively:
 # a few numpy passes over so little cost less than MaxScore's steps per list
 EXHAUSTIVE_WORK = 100_000
@@ -233,6 +235,8 @@ class BM25Scorer:
         self._cache: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._stem = stemmer()
         self._largest = np.full(len(self.indptr) - 1, np.nan)
+        self._smallest = np.full(len(self.indptr) - 1, np.nan)
+        self._block_ends: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._threads = threading.local()  # each thread's lookup array
 
     def term_ids(self, query: str) -> list[int]:
@@ -410,7 +414,9 @@ class BM25Scorer:
         later_bound = np.zeros(len(firsts))
         for other in later:
             other_firsts, other_bounds = self._block_rows(other)[0], self.bounds.of(other)
-            if len(other_firsts) == 0:
+            if self._smallest_block(other) >= BLOCK_GAIN * query.bounds[other] / query.repeats[other]:
+                # every block of that list is near its largest: its largest does as well, for less
+                later_bound += query.bounds[other]
                 continue
             # the other list's blocks holding B's first and last rows (block 0 for rows before its first);
             # reduceat's maximum runs from the first of them up to the next block's first one, which is
@@ -420,6 +426,9 @@ class BM25Scorer:
             overlapping = np.maximum(np.maximum.reduceat(other_bounds, first_block), other_bounds[last_block])
             later_bound += overlapping * np.float64(query.repeats[other])
         floors = float32_floors((theta / query.slack - later_bound * query.slack) / query.repeats[term])
+        if floors.max() <= 0:  # every row may reach θ (scores are positive)
+            return rows[~seeded], term_scores[~seeded]
+        self.path_counts["trimmed lists"] += 1
         open_blocks = self.bounds.of(term) >= floors
         if not open_blocks.all():
             self.path_counts["skipped blocks"] += 1
@@ -430,18 +439,27 @@ class BM25Scorer:
             at = at[term_scores[at] >= floors[at // size]]
         else:
             at = np.flatnonzero(term_scores >= np.repeat(floors, size)[: len(rows)])
-        if len(at) < len(rows):
-            self.path_counts["trimmed lists"] += 1
         at = at[~seeded[at]]
         return rows[at], term_scores[at]
 
     def _block_rows(self, term: int) -> tuple[np.ndarray, np.ndarray]:
-        """The first and the last row of each block of ``term``'s list."""
-        start, end = int(self.indptr[term]), int(self.indptr[term + 1])
-        size = self.bounds.size
-        firsts = self.indices[start:end:size]
-        lasts = self.indices[np.minimum(np.arange(start + size, end + size, size), end) - 1]
-        return np.ascontiguousarray(firsts), lasts
+        """The first and the last row of each block of ``term``'s list (remembered after first use)."""
+        found = self._block_ends.get(term)
+        if found is None:
+            start, end = int(self.indptr[term]), int(self.indptr[term + 1])
+            size = self.bounds.size
+            firsts = np.ascontiguousarray(self.indices[start:end:size])
+            lasts = self.indices[np.minimum(np.arange(start + size, end + size, size), end) - 1]
+            found = self._block_ends[term] = (firsts, lasts)
+        return found
+
+    def _smallest_block(self, term: int) -> float:
+        """The smallest block bound of ``term``'s list (remembered after first use)."""
+        found = self._smallest[term]
+        if np.isnan(found):
+            blocks = self.bounds.of(term)
+            found = self._smallest[term] = float(blocks.min()) if len(blocks) else 0.0
+        return float(found)
 
     def _scores_in(self, term: int, rows: np.ndarray) -> np.ndarray:
         """``term``'s score in each of ``rows`` (0 where its list does not hold the row)."""
