@@ -42,6 +42,7 @@ BOUNDS_META = "block_max.json"
 BOUNDS_VERSION = 1
 # postings per block of the block bounds
 BLOCK_SIZE = 128
+MAX_BLOCK_SIZE = 2**31 - 1  # a block longer than every list is one block per list
 # a later list whose smallest block bound is at least this share of its largest bounds blocks by its largest
 BLOCK_GAIN = 0.9
 # a query whose corpus size plus posting list lengths is at most this is scored exhaustively:
@@ -160,9 +161,9 @@ class BlockBounds:
 
 
 def validate_block_size(size: object) -> int:
-    """``size`` as a block size: an int of at least 1 (a bool, float or string is refused)."""
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValueError(f"block size must be a positive integer, got {size!r}")
+    """``size`` as a block size: an int from 1 to :data:`MAX_BLOCK_SIZE` (a bool, float or string is refused)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_BLOCK_SIZE:
+        raise ValueError(f"block size must be a positive integer of at most {MAX_BLOCK_SIZE}, got {size!r}")
     return int(size)
 
 
