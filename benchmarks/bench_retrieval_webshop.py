@@ -89,7 +89,8 @@ def bench_size(size: int, count: int, block_sizes: list[int]) -> None:
         if block_size != BLOCK_SIZE:
             bounds = BlockBounds.compute(uncached.data, uncached.indptr, min(block_size, longest))
             label = "1 block per list" if block_size >= longest else f"blocks of {block_size}"
-            others.append((f"engine, no cache ({label})", BM25Scorer(index.model, cache_size=0, bounds=bounds)))
+            scorer = BM25Scorer(index.model, cache_size=0, bounds=bounds)
+            others.append((f"engine, no cache ({label})", scorer))
     load_before = load_average()
     engines = [(f"engine, no cache (blocks of {BLOCK_SIZE})", uncached), *others]
     for _, scorer in engines:

@@ -7,11 +7,12 @@ Lucene's formula (``bm25s`` method ``"lucene"``): idf = ln(1 + (N − df + 0.5)
 query word repeated counts again, as in Anserini's bag-of-words queries.
 Only passages sharing a word with the query are hits.
 
-An index directory holds ``bm25s``'s files plus ``retriever.json`` (kind,
-parameters, the corpus store it was built from, as a path relative to the
-index directory: see :mod:`retrieval_index.index_dir`);
-:meth:`BM25Retriever.load` maps the score matrix read-only, so processes
-share its pages.
+An index directory holds ``bm25s``'s files, the block bounds of its
+posting lists (:class:`BlockBounds`: ``block_max.npy`` and
+``block_max.json``) and ``retriever.json`` (kind, version, parameters, the
+corpus store it was built from, as a path relative to the index directory:
+see :mod:`retrieval_index.index_dir`); :meth:`BM25Retriever.load` maps the
+score matrix and the bounds read-only, so processes share their pages.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from retrieval_index.index_dir import begin_build, open_corpus_of, read_meta, re
 from retrieval_index.ranking import SEARCH_R1_B, SEARCH_R1_K1, top_k, validate_topk
 from retrieval_index.types import RetrievedPassage
 
-INDEX_VERSION = 2  # 2: block bounds saved beside the score matrix (version 1 indexes get them computed on load)
+# 2: block bounds saved beside the score matrix (version 1 indexes get them computed on load)
+INDEX_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 REBUILD_COMMAND = "python -m retrieval_index build --corpus CORPUS --kind bm25 --out INDEX_DIR"
 # the block bounds' files in an index directory, and their format
@@ -64,7 +66,8 @@ def block_offsets(indptr: np.ndarray, size: int) -> np.ndarray:
 
 def digest(array: np.ndarray) -> str:
     """A digest of an array's values (as little-endian bytes of its dtype's kind and size)."""
-    return hashlib.blake2b(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes(), digest_size=16).hexdigest()
+    little_endian = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    return hashlib.blake2b(little_endian.tobytes(), digest_size=16).hexdigest()
 
 
 class BlockBounds:
@@ -102,7 +105,8 @@ class BlockBounds:
         offsets = block_offsets(indptr, size)
         term_of_block = np.repeat(np.arange(len(indptr) - 1), np.diff(offsets))
         # block j of a term starts j · size postings after the term's first posting
-        firsts = indptr[term_of_block].astype(np.int64) + (np.arange(offsets[-1]) - offsets[term_of_block]) * size
+        block_in_list = np.arange(offsets[-1]) - offsets[term_of_block]
+        firsts = indptr[term_of_block].astype(np.int64) + block_in_list * size
         largest = np.maximum.reduceat(data, firsts) if len(firsts) else np.empty(0, dtype=np.float32)
         return cls(size, indptr, largest.astype(np.float32, copy=False))
 
@@ -111,7 +115,7 @@ class BlockBounds:
         return self.largest[self.offsets[term] : self.offsets[term + 1]]
 
     def save(self, directory: str | os.PathLike, indptr: np.ndarray) -> None:
-        """Write :data:`BOUNDS_FILE` and then :data:`BOUNDS_META` (which makes them count) into ``directory``."""
+        """Write :data:`BOUNDS_FILE`, then :data:`BOUNDS_META` (which makes them count), into ``directory``."""
         directory = Path(directory)
         np.save(directory / BOUNDS_FILE, self.largest)
         meta = {
@@ -161,7 +165,7 @@ class BlockBounds:
 
 
 def validate_block_size(size: object) -> int:
-    """``size`` as a block size: an int from 1 to :data:`MAX_BLOCK_SIZE` (a bool, float or string is refused)."""
+    """``size`` as a block size: an int from 1 to :data:`MAX_BLOCK_SIZE` (a bool, float or string is not)."""
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= MAX_BLOCK_SIZE:
         raise ValueError(f"block size must be a positive integer of at most {MAX_BLOCK_SIZE}, got {size!r}")
     return int(size)
@@ -197,12 +201,18 @@ class BM25Scorer:
     search stops. Nothing scans or partitions an array of every document,
     except for small corpora, where scoring every list exhaustively is cheaper.
 
+    Block-Max MaxScore (Ding & Suel, 2011; Chakrabarti et al., 2011): once θ
+    is known, a list's blocks of postings (:class:`BlockBounds`) whose bound
+    plus the overlapping blocks' bounds of the later lists cannot reach θ are
+    skipped without reading their postings, and in the other blocks a row
+    must reach that block's floor. A list's largest entry is its largest
+    block bound.
+
     Exact scores: a document's score is its term scores added in float32 in
     query order, as the exhaustive scatter adds them, so the scores match bit
-    for bit. Each term's largest entry is computed from its list on first use
-    and remembered (nothing is stored with the index, so indexes built before
-    still load). Posting lists must hold their rows in increasing order, as
-    ``bm25s`` writes them; the first use of a list checks it.
+    for bit. ``bounds`` default to those computed from the matrix. Posting
+    lists must hold their rows in increasing order, as ``bm25s`` writes them;
+    the first use of a list checks it.
 
     Results of the last ``cache_size`` distinct ``(query, topk)`` pairs are
     kept: the copies of a GRPO group send the same queries again and again.

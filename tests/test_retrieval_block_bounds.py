@@ -1,4 +1,4 @@
-"""Block-max bounds: the maxima they hold, how they are saved and checked, and pruned search equal to exhaustive."""
+"""Block-max bounds: the maxima they hold, how they are saved and checked; pruned search equals exhaustive."""
 
 from __future__ import annotations
 
