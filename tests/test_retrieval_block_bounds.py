@@ -216,3 +216,17 @@ def test_a_retriever_index_without_bounds_or_of_another_version_names_the_rebuil
     with pytest.raises(ValueError, match="lacks its block bounds|built by another version") as raised:
         BM25Retriever.load(index)
     assert REBUILD_COMMAND in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["\ud800 alpha", "alpha\u200b bravo\u200b", "\u202eecho\u202c golf", "[" * 200_000 + "alpha" + "]" * 200_000],
+    ids=["lone-surrogate", "zero-width", "bidi", "nested-brackets"],
+)
+@pytest.mark.parametrize("topk", [1, 10**30])
+def test_hostile_queries_get_the_exhaustive_answer_on_the_pruned_path(model, monkeypatch, query, topk):
+    monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
+    scorer = scorer_with_blocks(model, 4)
+    rows, scores = scorer.search(query, topk)
+    expected_rows, expected_scores = exhaustive_top_k(scorer, query, topk)
+    assert rows.tolist() == expected_rows.tolist() and scores.tobytes() == expected_scores.tobytes()
