@@ -420,6 +420,10 @@ class BM25Scorer:
         in the rest, each row must reach the block's floor.
         """
         rows, term_scores = self.postings(term)
+        least_later = sum(self._smallest_block(other) * query.repeats[other] for other in later) * query.slack
+        if theta / query.slack <= least_later:
+            # no row can fall short of θ, even where every later list's bound is its smallest block's
+            return rows[~seeded], term_scores[~seeded]
         size = self.bounds.size
         firsts, lasts = self._block_rows(term)
         later_bound = np.zeros(len(firsts))
