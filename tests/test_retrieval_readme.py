@@ -42,3 +42,17 @@ def test_every_included_file_of_every_docs_page_exists():
     pages = sorted((ROOT / "docs").rglob("*.md"))
     missing = [(page.name, path) for page in pages for path in included_files(page) if not path.is_file()]
     assert not missing, missing
+
+
+def test_the_page_quotes_the_full_webshop_catalogs_uncached_cpu_times_from_its_results():
+    from retrieval_index.bm25 import BLOCK_SIZE
+
+    results = (ROOT / "benchmarks" / "results" / "bench_retrieval_webshop.txt").read_text()
+    [row] = [
+        line for line in results.splitlines()
+        if line.startswith(f"| 1,181,436 | engine, no cache (blocks of {BLOCK_SIZE}) |")
+    ]  # fmt: skip
+    p50_cpu, p95_cpu = (float(cell) for cell in row.split("|")[5:7])
+    page = " ".join(PAGE.read_text().split())
+    assert f"median {p50_cpu:.1f} ms of CPU and {p95_cpu:.1f} ms at the 95th percentile" in page
+    assert f"each block of {BLOCK_SIZE} postings" in page
