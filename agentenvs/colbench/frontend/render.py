@@ -1,20 +1,26 @@
 """Render HTML pages in Chromium and compare the renders.
 
 :class:`PageRenderer` renders in one headless Chromium (Debian's
-``chromium`` driven by Playwright, no browser download) that the whole
-process shares, launched on first use and reused for every render, and
-driven from one thread of its own through Playwright's asyncio API
-(renderers may be called from any thread, and many renders run at once);
-each renderer keeps a pool of pages, so a batch of answers renders in
-parallel (:meth:`PageRenderer.render_many`). Each page is loaded with ``set_content``; every
-request it makes (stylesheets, images, fonts, anything outside the page) is
-aborted, and JavaScript is off, so a render depends on the HTML alone and
-nothing leaves the machine. The viewport is fixed at 800×600 CSS pixels at
-scale 1 (ColBench's Firefox had no window size set, so its width was the
-browser's default): 800 px shows the desktop layout of the pages
-(WebSight's pages switch to it from 768 px), keeps a render near 0.1 s, and
-makes scores independent of the host's display. The screenshot is the full
-page, cut at ``max_height`` (2,400 px).
+``chromium-headless-shell``, else ``chromium``, driven by Playwright, no
+browser download) that the whole process shares, launched on first use and
+reused for every render, and driven from one thread of its own through
+Playwright's asyncio API (renderers may be called from any thread, and many
+renders run at once); each renderer keeps a pool of pages, each in a browser
+context of its own, so a batch of answers renders in parallel
+(:meth:`PageRenderer.render_many`). Each page is loaded with
+``set_content`` (until its load event); every request it makes
+(stylesheets, images, fonts, anything outside the page) is aborted, and
+JavaScript is off, so a render depends on the HTML alone and nothing leaves
+the machine. The viewport is fixed at 800×600 CSS pixels at scale 1
+(ColBench's Firefox had no window size set, so its width was the browser's
+default): 800 px shows the desktop layout of the pages (WebSight's pages
+switch to it from 768 px), keeps a render fast, and makes scores
+independent of the host's display. The screenshot is the full page, cut at
+``max_height`` (2,400 px), with animations settled and carets hidden as
+Playwright's ``screenshot(full_page=True, animations="disabled",
+caret="hide")`` does, taken with DevTools' ``Page.captureScreenshot``
+directly: clipped to the page, PNG in Chromium's fast encoding (lossless,
+the same pixels).
 
 :func:`page_similarity` is the deterministic image metric used when no CLIP
 weights are given: both renders are padded with white to the same height,
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import io
 import re
 import shutil
@@ -42,11 +49,13 @@ from PIL import Image
 
 from agentenvs.core.env import MissingProgram
 
-# Debian's package puts it at /usr/bin/chromium; it is looked up on PATH, so that a PATH without it
-# behaves as a machine without it.
+# Debian's packages put them at /usr/bin; they are looked up on PATH, so that a PATH without them behaves
+# as a machine without them. The headless shell (Chromium's renderer without the browser's user interface)
+# is preferred: the same pixels at less CPU per render.
 CHROMIUM_PROGRAM = "chromium"
+CHROMIUM_PROGRAMS = ("chromium-headless-shell", CHROMIUM_PROGRAM)
 CHROMIUM_INSTALL = (
-    "install Debian's chromium as root: apt-get install chromium "
+    "install Debian's chromium as root: apt-get install chromium chromium-headless-shell "
     "(the repository's scripts/install_system_packages.sh does it when missing)"
 )
 VIEWPORT = {"width": 800, "height": 600}
@@ -67,8 +76,12 @@ CHROMIUM_ARGS = (
 
 
 def find_chromium() -> str | None:
-    """The path of the ``chromium`` executable on ``PATH``, or None where there is none."""
-    return shutil.which(CHROMIUM_PROGRAM)
+    """The path of the first of :data:`CHROMIUM_PROGRAMS` on ``PATH``, or None where there is none."""
+    for program in CHROMIUM_PROGRAMS:
+        found = shutil.which(program)
+        if found is not None:
+            return found
+    return None
 
 
 def require_chromium(executable: str | None = None) -> str:
@@ -161,6 +174,72 @@ def browser_thread() -> _BrowserThread:
         return _browser_thread
 
 
+class RenderFailed(RuntimeError):
+    """A page could not be rendered: its script reported an error, or its page crashed twice in a row."""
+
+
+# Run in an isolated world of the loaded page just before the capture, with the rules of Playwright's
+# screenshot(animations="disabled", caret="hide") that renders used before: finite CSS animations and
+# transitions jump to their end, infinite ones are cancelled (also those that start during the capture),
+# text carets are transparent. It waits for the page's fonts and returns the full page's CSS size (the
+# largest of body's and the document element's scroll, offset and client sizes).
+_PREPARE_CAPTURE = """(async () => {
+  await document.fonts.ready;
+  const roots = [];
+  const collect = (root) => {
+    roots.push(root);
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    do {
+      const node = walker.currentNode;
+      if (node instanceof Element && node.shadowRoot) collect(node.shadowRoot);
+    } while (walker.nextNode());
+  };
+  collect(document);
+  const cancelled = new Set();
+  const settle = (root) => {
+    for (const animation of root.getAnimations()) {
+      if (!animation.effect || animation.playbackRate === 0 || cancelled.has(animation)) continue;
+      try {
+        if (Number.isFinite(animation.effect.getComputedTiming().endTime)) animation.finish();
+        else { animation.cancel(); cancelled.add(animation); }
+      } catch (error) {}
+    }
+  };
+  for (const root of roots) {
+    root.querySelectorAll("input,textarea,[contenteditable]").forEach(
+      (element) => element.style.setProperty("caret-color", "transparent", "important"));
+    settle(root);
+    root.addEventListener("transitionrun", () => settle(root));
+    root.addEventListener("animationstart", () => settle(root));
+  }
+  const body = document.body, html = document.documentElement;
+  if (!body || !html) return null;
+  return [
+    Math.max(body.scrollWidth, html.scrollWidth, body.offsetWidth, html.offsetWidth, body.clientWidth, html.clientWidth),
+    Math.max(body.scrollHeight, html.scrollHeight, body.offsetHeight, html.offsetHeight, body.clientHeight,
+             html.clientHeight),
+  ];
+})()"""
+
+
+class _PooledPage:
+    """One page of a pool: its Playwright page, a DevTools session on it, and whether it has crashed."""
+
+    def __init__(self, page: Any, devtools: Any, frame_id: str) -> None:
+        self.page = page
+        self.devtools = devtools
+        self.frame_id = frame_id
+        self.crashed = False
+        page.on("crash", self._on_crash)
+
+    def _on_crash(self, _page: Any) -> None:
+        self.crashed = True
+
+    @property
+    def usable(self) -> bool:
+        return not self.crashed and not self.page.is_closed()
+
+
 class PageRenderer:
     """Renders HTML to images in the process's shared headless Chromium (see the module docstring).
 
@@ -170,8 +249,12 @@ class PageRenderer:
     :meth:`render_png` may be called from any number of threads at once
     (each render holds one page from load to screenshot). A page's pixels
     depend on the HTML alone, so every page of the pool renders a page
-    identically. The pool is a handle into the browser: a pickled or copied
-    renderer opens its own on first use.
+    identically. A page found crashed or closed is closed and replaced by a
+    new one (counted in ``replaced_pages``); a render whose page crashes
+    under it is retried once on a new page, and raises :class:`RenderFailed`
+    if that one crashes too, so a crash never yields an image. The pool is a
+    handle into the browser: a pickled or copied renderer opens its own on
+    first use.
     """
 
     def __init__(self, executable: str | None = None, max_height: int = MAX_HEIGHT, pages: int = PAGES) -> None:
@@ -180,10 +263,11 @@ class PageRenderer:
         self.executable = require_chromium(executable)
         self.max_height = max_height
         self.pages = int(pages)
-        self._idle: list[Any] = []
+        self._idle: list[_PooledPage] = []
         self._opened = 0
         self._freed: asyncio.Condition | None = None
         self.blocked_requests = 0
+        self.replaced_pages = 0
 
     def __getstate__(self) -> dict[str, Any]:
         # Playwright also hangs its wrappers of ``_block`` on the instance: only our own fields travel
@@ -195,6 +279,7 @@ class PageRenderer:
             "_opened": 0,
             "_freed": None,
             "blocked_requests": self.blocked_requests,
+            "replaced_pages": self.replaced_pages,
         }
 
     @property
@@ -202,15 +287,20 @@ class PageRenderer:
         """Pages of the pool opened so far."""
         return self._opened
 
-    async def _acquire(self) -> Any:
+    async def _acquire(self) -> _PooledPage:
         if self._freed is None:
             self._freed = asyncio.Condition()
-        async with self._freed:
-            while not self._idle and self._opened >= self.pages:
-                await self._freed.wait()
-            if self._idle:
-                return self._idle.pop()
-            self._opened += 1
+        while True:
+            async with self._freed:
+                while not self._idle and self._opened >= self.pages:
+                    await self._freed.wait()
+                if not self._idle:
+                    self._opened += 1
+                    break
+                pooled = self._idle.pop()
+            if pooled.usable:
+                return pooled
+            await self._discard(pooled)
         try:
             return await self._open()
         except BaseException:
@@ -219,36 +309,86 @@ class PageRenderer:
                 self._freed.notify()
             raise
 
-    async def _release(self, page: Any) -> None:
+    async def _release(self, pooled: _PooledPage) -> None:
         async with self._freed:
-            self._idle.append(page)
+            self._idle.append(pooled)
             self._freed.notify()
 
-    async def _open(self) -> Any:
+    async def _discard(self, pooled: _PooledPage) -> None:
+        """Drop a crashed or closed page from the pool (its slot reopens on demand) and count it."""
+        async with self._freed:
+            self._opened -= 1
+            self.replaced_pages += 1
+            self._freed.notify()
+        if pooled.page.context.browser is not None and pooled.page.context.browser.is_connected():
+            await pooled.page.context.close()
+
+    async def _open(self) -> _PooledPage:
         browser = await browser_thread().browser(self.executable)
         context = await browser.new_context(viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False)
         await context.route("**/*", self._block)
-        return await context.new_page()
+        page = await context.new_page()
+        devtools = await context.new_cdp_session(page)
+        tree = await devtools.send("Page.getFrameTree")
+        return _PooledPage(page, devtools, tree["frameTree"]["frame"]["id"])
 
     async def _block(self, route: Any) -> None:
         self.blocked_requests += 1
         await route.abort()
 
+    async def _capture(self, pooled: _PooledPage, html: str) -> bytes:
+        """Load ``html`` on the page and capture the full page, cut at ``max_height``, as PNG.
+
+        Chromium encodes the PNG with its fast settings (``optimizeForSpeed``): other bytes than
+        Playwright's screenshot, the same pixels.
+        """
+        await pooled.page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
+        world = await pooled.devtools.send("Page.createIsolatedWorld", {"frameId": pooled.frame_id})
+        size = await pooled.devtools.send(
+            "Runtime.evaluate",
+            {
+                "expression": _PREPARE_CAPTURE,
+                "contextId": world["executionContextId"],
+                "awaitPromise": True,
+                "returnByValue": True,
+            },
+        )
+        value = size.get("result", {}).get("value")
+        if "exceptionDetails" in size or not isinstance(value, list):
+            raise RenderFailed(f"the page could not be measured: {size.get('exceptionDetails', size)!r:.300}")
+        width, height = value
+        fits = width <= VIEWPORT["width"] and height <= VIEWPORT["height"]
+        shot = await pooled.devtools.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "clip": {"x": 0, "y": 0, "width": width, "height": min(height, self.max_height), "scale": 1},
+                "captureBeyondViewport": not fits,
+                "optimizeForSpeed": True,
+            },
+        )
+        return base64.b64decode(shot["data"])
+
     async def _render_png(self, html: str) -> bytes:
-        page = await self._acquire()
-        try:
-            await page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
-            png = await page.screenshot(
-                full_page=True, type="png", animations="disabled", caret="hide", timeout=RENDER_TIMEOUT_MS
-            )
-        finally:
-            await self._release(page)
-        image = Image.open(io.BytesIO(png))
-        if image.height <= self.max_height:
+        retried = False
+        while True:
+            pooled = await self._acquire()
+            try:
+                png = await asyncio.wait_for(self._capture(pooled, html), RENDER_TIMEOUT_MS / 1000)
+            except TimeoutError:
+                await self._discard(pooled)  # its capture may still be running: the page is not reused
+                raise
+            except Exception as error:
+                if pooled.usable:
+                    await self._release(pooled)
+                    raise
+                await self._discard(pooled)
+                if retried:
+                    raise RenderFailed(f"the page crashed twice rendering this HTML: {error}") from error
+                retried = True
+                continue
+            await self._release(pooled)
             return png
-        out = io.BytesIO()
-        image.crop((0, 0, image.width, self.max_height)).save(out, format="PNG")
-        return out.getvalue()
 
     async def _render_all(self, htmls: list[str]) -> list[bytes]:
         return list(await asyncio.gather(*(self._render_png(html) for html in htmls)))
@@ -278,9 +418,10 @@ class PageRenderer:
         async with self._freed:
             while len(self._idle) < self._opened:  # renders in flight keep their pages until done
                 await self._freed.wait()
-            pages, self._idle, self._opened = self._idle, [], 0
-        for page in pages:
-            await page.context.close()
+            pooled, self._idle, self._opened = self._idle, [], 0
+        for each in pooled:
+            if not each.page.is_closed():
+                await each.page.context.close()
 
 
 def decode_png(png: bytes) -> Image.Image:
