@@ -1,8 +1,7 @@
 """Render HTML pages in Chromium and compare the renders.
 
 :class:`PageRenderer` renders in one headless Chromium (Debian's
-``chromium-headless-shell``, else ``chromium``, driven by Playwright, no
-browser download) that the whole process shares, launched on first use and
+``chromium`` driven by Playwright, no browser download) that the whole process shares, launched on first use and
 reused for every render, and driven from one thread of its own through
 Playwright's asyncio API (renderers may be called from any thread, and many
 renders run at once); each renderer keeps a pool of pages, each in a browser
@@ -49,13 +48,12 @@ from PIL import Image
 
 from agentenvs.core.env import MissingProgram
 
-# Debian's packages put them at /usr/bin; they are looked up on PATH, so that a PATH without them behaves
-# as a machine without them. The headless shell (Chromium's renderer without the browser's user interface)
-# is preferred: the same pixels at less CPU per render.
+# Debian's package puts it at /usr/bin/chromium; it is looked up on PATH, so that a PATH without it
+# behaves as a machine without it. (Debian's chromium-headless-shell costs less CPU per render but draws
+# form controls and bidi text with other pixels, so scores would change with it.)
 CHROMIUM_PROGRAM = "chromium"
-CHROMIUM_PROGRAMS = ("chromium-headless-shell", CHROMIUM_PROGRAM)
 CHROMIUM_INSTALL = (
-    "install Debian's chromium as root: apt-get install chromium chromium-headless-shell "
+    "install Debian's chromium as root: apt-get install chromium "
     "(the repository's scripts/install_system_packages.sh does it when missing)"
 )
 VIEWPORT = {"width": 800, "height": 600}
@@ -76,12 +74,8 @@ CHROMIUM_ARGS = (
 
 
 def find_chromium() -> str | None:
-    """The path of the first of :data:`CHROMIUM_PROGRAMS` on ``PATH``, or None where there is none."""
-    for program in CHROMIUM_PROGRAMS:
-        found = shutil.which(program)
-        if found is not None:
-            return found
-    return None
+    """The path of the ``chromium`` executable on ``PATH``, or None where there is none."""
+    return shutil.which(CHROMIUM_PROGRAM)
 
 
 def require_chromium(executable: str | None = None) -> str:
@@ -223,21 +217,39 @@ _PREPARE_CAPTURE = """(async () => {
 
 
 class _PooledPage:
-    """One page of a pool: its Playwright page, a DevTools session on it, and whether it has crashed."""
+    """One page of a pool: its Playwright page, a DevTools session on it, and whether it is gone.
+
+    A DevTools command sent to a page that crashes never gets its answer, so :meth:`send` waits for the
+    answer or the page's end, whichever comes first.
+    """
 
     def __init__(self, page: Any, devtools: Any, frame_id: str) -> None:
         self.page = page
         self.devtools = devtools
         self.frame_id = frame_id
-        self.crashed = False
-        page.on("crash", self._on_crash)
+        self._gone = asyncio.Event()
+        page.on("crash", self._on_gone)
+        page.on("close", self._on_gone)
 
-    def _on_crash(self, _page: Any) -> None:
-        self.crashed = True
+    def _on_gone(self, _page: Any) -> None:
+        self._gone.set()
 
     @property
     def usable(self) -> bool:
-        return not self.crashed and not self.page.is_closed()
+        return not self._gone.is_set() and not self.page.is_closed()
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The answer to DevTools' ``method``; raises :class:`RenderFailed` when the page crashes or closes first."""
+        answer = asyncio.ensure_future(self.devtools.send(method, params))
+        gone = asyncio.ensure_future(self._gone.wait())
+        try:
+            await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if answer.done():
+            return answer.result()
+        answer.cancel()
+        raise RenderFailed(f"the page crashed or closed during {method}")
 
 
 class PageRenderer:
@@ -342,9 +354,12 @@ class PageRenderer:
         Chromium encodes the PNG with its fast settings (``optimizeForSpeed``): other bytes than
         Playwright's screenshot, the same pixels.
         """
+        # a fresh document first: ``set_content`` rewrites the current one, which keeps state that shows
+        # (autofocus applies once per document), so a page's render would depend on its previous renders
+        await pooled.page.goto("about:blank", timeout=RENDER_TIMEOUT_MS)
         await pooled.page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
-        world = await pooled.devtools.send("Page.createIsolatedWorld", {"frameId": pooled.frame_id})
-        size = await pooled.devtools.send(
+        world = await pooled.send("Page.createIsolatedWorld", {"frameId": pooled.frame_id})
+        size = await pooled.send(
             "Runtime.evaluate",
             {
                 "expression": _PREPARE_CAPTURE,
@@ -358,7 +373,7 @@ class PageRenderer:
             raise RenderFailed(f"the page could not be measured: {size.get('exceptionDetails', size)!r:.300}")
         width, height = value
         fits = width <= VIEWPORT["width"] and height <= VIEWPORT["height"]
-        shot = await pooled.devtools.send(
+        shot = await pooled.send(
             "Page.captureScreenshot",
             {
                 "format": "png",
