@@ -20,6 +20,7 @@ if shutil.which("chromium") is None:
 from agentenvs.colbench.frontend.render import (
     CHROMIUM_ARGS,
     VIEWPORT,
+    SPEND_AUTOFOCUS,
     PageRenderer,
     browser_thread,
     decode_png,
@@ -72,7 +73,9 @@ def playwright_screenshots(htmls: list[str], executable: str, max_height: int) -
         context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False)
         context.route("**/*", lambda route: route.abort())
         for html in htmls:
-            page = context.new_page()  # a fresh page each: a render depends on the HTML alone
+            page = context.new_page()  # a new page each, its autofocus spent as the pool's pages spend theirs
+            page.set_content(SPEND_AUTOFOCUS, wait_until="load")
+            page.screenshot()  # a rendered frame: autofocus has been applied
             page.set_content(html, wait_until="load")
             png = page.screenshot(full_page=True, type="png", animations="disabled", caret="hide")
             pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
@@ -180,3 +183,15 @@ def test_a_closed_page_is_replaced_before_the_next_render(pages_and_expected):
         renderer.close()
     assert renderer.replaced_pages == 1 and renderer.open_pages == 0
     assert np.array_equal(first, expected[0]) and np.array_equal(second, expected[1])
+
+
+def test_a_page_with_autofocus_renders_alike_first_or_after_others(pages_and_expected):
+    htmls, expected = pages_and_expected
+    caret = htmls[len(htmls) - len(HOSTILE_PAGES) + list(HOSTILE_PAGES).index("caret")]
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    try:
+        first = pixels_of(renderer.render_png(caret))  # the page's first document after it opened
+        again = pixels_of(renderer.render_png(caret))  # after a page whose autofocus applied, were it to apply
+    finally:
+        renderer.close()
+    assert np.array_equal(first, again)

@@ -216,6 +216,15 @@ _PREPARE_CAPTURE = """(async () => {
 })()"""
 
 
+# ``set_content`` rewrites the page's document, and a document applies ``autofocus`` once in its life: a
+# page's renders would depend on what it rendered before (the first page with autofocus on it focused, the
+# later ones not). Every pool page spends its autofocus on this page when it opens, so that autofocus
+# never applies and every page of every pool renders an answer alike.
+SPEND_AUTOFOCUS = "<html><body><input autofocus></body></html>"
+_AFTER_TWO_FRAMES = """new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(
+  () => resolve(document.activeElement && document.activeElement.tagName))))"""
+
+
 class _PooledPage:
     """One page of a pool: its Playwright page, a DevTools session on it, and whether it is gone.
 
@@ -342,7 +351,12 @@ class PageRenderer:
         page = await context.new_page()
         devtools = await context.new_cdp_session(page)
         tree = await devtools.send("Page.getFrameTree")
-        return _PooledPage(page, devtools, tree["frameTree"]["frame"]["id"])
+        pooled = _PooledPage(page, devtools, tree["frameTree"]["frame"]["id"])
+        await page.set_content(SPEND_AUTOFOCUS, wait_until="load", timeout=RENDER_TIMEOUT_MS)
+        focused = await self._evaluate(pooled, _AFTER_TWO_FRAMES)
+        if focused != "INPUT":
+            raise RenderFailed(f"a new page did not spend its autofocus (focused: {focused!r:.100})")
+        return pooled
 
     async def _block(self, route: Any) -> None:
         self.blocked_requests += 1
@@ -354,24 +368,11 @@ class PageRenderer:
         Chromium encodes the PNG with its fast settings (``optimizeForSpeed``): other bytes than
         Playwright's screenshot, the same pixels.
         """
-        # a fresh document first: ``set_content`` rewrites the current one, which keeps state that shows
-        # (autofocus applies once per document), so a page's render would depend on its previous renders
-        await pooled.page.goto("about:blank", timeout=RENDER_TIMEOUT_MS)
         await pooled.page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
-        world = await pooled.send("Page.createIsolatedWorld", {"frameId": pooled.frame_id})
-        size = await pooled.send(
-            "Runtime.evaluate",
-            {
-                "expression": _PREPARE_CAPTURE,
-                "contextId": world["executionContextId"],
-                "awaitPromise": True,
-                "returnByValue": True,
-            },
-        )
-        value = size.get("result", {}).get("value")
-        if "exceptionDetails" in size or not isinstance(value, list):
-            raise RenderFailed(f"the page could not be measured: {size.get('exceptionDetails', size)!r:.300}")
-        width, height = value
+        size = await self._evaluate(pooled, _PREPARE_CAPTURE)
+        if not isinstance(size, list):
+            raise RenderFailed(f"the page could not be measured: {size!r:.300}")
+        width, height = size
         fits = width <= VIEWPORT["width"] and height <= VIEWPORT["height"]
         shot = await pooled.send(
             "Page.captureScreenshot",
@@ -383,6 +384,23 @@ class PageRenderer:
             },
         )
         return base64.b64decode(shot["data"])
+
+    @staticmethod
+    async def _evaluate(pooled: _PooledPage, expression: str) -> Any:
+        """The value of ``expression`` (awaited) in an isolated world of the page: its own scripts stay off."""
+        world = await pooled.send("Page.createIsolatedWorld", {"frameId": pooled.frame_id})
+        answer = await pooled.send(
+            "Runtime.evaluate",
+            {
+                "expression": expression,
+                "contextId": world["executionContextId"],
+                "awaitPromise": True,
+                "returnByValue": True,
+            },
+        )
+        if "exceptionDetails" in answer:
+            raise RenderFailed(f"evaluating in the page failed: {answer['exceptionDetails']!r:.300}")
+        return answer.get("result", {}).get("value")
 
     async def _render_png(self, html: str) -> bytes:
         retried = False
