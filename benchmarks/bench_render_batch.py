@@ -18,9 +18,10 @@ Each way runs once untimed first (it opens its pages); then passes alternate
 same answer, pixel for pixel. The table gives the median seconds per batch,
 answers/s, the ratio to the previous single page in the same pass, and the
 CPU time per answer of Chromium's processes (with Playwright's driver) and
-of this Python process, so that wall time can be set against the CPU the
-machine has: a shared 2-core machine, whose load average is recorded
-(compare ratios within the run, not seconds across runs).
+of this Python process, and the ceiling that CPU sets: the answers/s were
+all the machine's cores spent on it. Wall time on a shared 2-core machine,
+whose load average is recorded before and after (compare ratios within the
+run, not seconds across runs).
 
     python benchmarks/bench_render_batch.py [--batch 64] [--pages 4 8 16] [--repeats 3] [--out FILE]
 """
@@ -34,11 +35,11 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import psutil
 from PIL import Image
-from tqdm import tqdm
+from rich.progress import track
 
 from agentenvs.colbench.frontend.render import (
     MAX_HEIGHT,
@@ -108,15 +109,22 @@ def threaded_renders(renderer: PageRenderer, htmls: list[str]) -> list[bytes]:
 
 
 def browser_cpu_seconds() -> float:
-    """CPU seconds used so far by this process's descendants (Playwright's driver and Chromium's processes)."""
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
+    """CPU seconds (user + system) used so far by this process's descendants: Playwright's driver and
+    Chromium's processes, read from Linux's /proc (fields 14 and 15 of each ``stat``, in clock ticks)."""
+    parent_of: dict[int, int] = {}
+    ticks_of: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            times = child.cpu_times()
-        except psutil.NoSuchProcess:  # a renderer process that ended meanwhile
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        except OSError:  # a process that ended meanwhile
             continue
-        total += times.user + times.system
-    return total
+        pid = int(stat.parent.name)
+        parent_of[pid], ticks_of[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+    descendants, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier} - descendants
+        descendants |= frontier
+    return sum(ticks_of[pid] for pid in descendants) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -146,7 +154,7 @@ def main() -> None:
     mismatches = dict.fromkeys(ways, 0)
     for way in ways.values():  # opens every pool's pages, outside the clock
         way()
-    for _ in tqdm(range(args.repeats), desc="passes"):
+    for _ in track(range(args.repeats), description="passes"):
         spent = {}
         for name, way in ways.items():
             browser_before, python_before = browser_cpu_seconds(), time.process_time()
@@ -160,20 +168,26 @@ def main() -> None:
             seconds[name].append(spent[name])
             ratios[name].append(spent[PREVIOUS] / spent[name])
     renders = args.batch * args.repeats
+    cores = os.cpu_count() or 1
     lines = [
         f"ColBench-Frontend renders: a batch of {args.batch} different answer pages, median of {args.repeats} "
-        f"alternating passes, one run on a shared 2-core machine (load average {load_before:.1f} before, "
+        f"alternating passes, one run on a shared {cores}-core machine (load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after)",
         f"{'how':<34} {'s/batch':>8} {'answers/s':>10} {'× previous':>10} {'Chromium CPU ms/answer':>23} "
-        f"{'Python CPU ms/answer':>21} {'pixels differing':>17}",
+        f"{'Python CPU ms/answer':>21} {'CPU-bound ceiling/s':>20} {'pixels differing':>17}",
     ]
     for name in ways:
         median = statistics.median(seconds[name])
+        cpu_per_answer = (browser_cpu[name] + python_cpu[name]) / renders
         lines.append(
             f"{name:<34} {median:>8.2f} {args.batch / median:>10.1f} {statistics.median(ratios[name]):>10.2f} "
             f"{1000 * browser_cpu[name] / renders:>23.1f} {1000 * python_cpu[name] / renders:>21.1f} "
-            f"{mismatches[name]:>17}"
+            f"{cores / cpu_per_answer:>20.1f} {mismatches[name]:>17}"
         )
+    lines.append(
+        f"CPU-bound ceiling: answers/s were every one of the {cores} cores spent on this way's CPU per answer "
+        "(Chromium's and Python's) and nothing else"
+    )
     for line in lines:
         print(line)
     previous.close()
