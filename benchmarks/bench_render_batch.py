@@ -115,7 +115,8 @@ def browser_cpu_seconds() -> float:
     ticks_of: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+            # the fields after the command name, which may hold spaces
+            fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:  # a process that ended meanwhile
             continue
         pid = int(stat.parent.name)
@@ -137,7 +138,8 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     htmls = [generate_page("test", i).reference for i in range(args.batch)]
     previous, single = PreviousRenderer(), PageRenderer(pages=1)
-    expected = [_pixels(previous.render_png(html)) for html in htmls]  # launches the browser; the pixels to match
+    # launches the browser; the pixels to match
+    expected = [_pixels(previous.render_png(html)) for html in htmls]
     pools = {pages: PageRenderer(pages=pages) for pages in args.pages}
     ways: dict[str, Callable[[], list[bytes]]] = {
         PREVIOUS: lambda: [previous.render_png(h) for h in htmls],
@@ -185,8 +187,8 @@ def main() -> None:
             f"{cores / cpu_per_answer:>20.1f} {mismatches[name]:>17}"
         )
     lines.append(
-        f"CPU-bound ceiling: answers/s were every one of the {cores} cores spent on this way's CPU per answer "
-        "(Chromium's and Python's) and nothing else"
+        f"CPU-bound ceiling: answers/s were every one of the {cores} cores spent on this way's CPU per "
+        "answer (Chromium's and Python's) and nothing else"
     )
     for line in lines:
         print(line)

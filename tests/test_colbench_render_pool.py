@@ -20,6 +20,7 @@ if shutil.which("chromium") is None:
 from agentenvs.colbench.frontend.render import (
     CHROMIUM_ARGS,
     VIEWPORT,
+    MAX_WIDTH,
     SPEND_AUTOFOCUS,
     PageRenderer,
     browser_thread,
@@ -30,9 +31,9 @@ from agentenvs.core import derive_rng
 
 MAX_HEIGHT = 1200  # below the tall page's height, so that the cut is checked
 
-# Pages that exercise each step of the capture: taller than the cut, wider than the viewport, smaller than
-# it, finite and infinite animations and a transition (also in a shadow root), a focused input's caret,
-# bidi and zero-width text, an empty document.
+# Pages that exercise each step of the capture: taller than the cut, wider than the viewport and than the
+# cut, smaller than the viewport, finite and infinite animations and a transition (also in a shadow root),
+# a focused input's caret, bidi and zero-width text with a lone surrogate, an empty document.
 HOSTILE_PAGES = {
     "tall": "<html><body style='margin:0'>"
     + "".join(f"<p style='height:40px;background:hsl({i * 7 % 360},60%,70%)'>row {i}</p>" for i in range(60))
@@ -40,6 +41,8 @@ HOSTILE_PAGES = {
     "wide": "<html><body><table border=1><tr>"
     + "".join(f"<td style='min-width:90px'>cell {i}</td>" for i in range(14))
     + "</tr></table></body></html>",
+    "wider than the cut": "<html><body><div style='width:5000px;height:60px;"
+    "background:linear-gradient(to right,red,blue)'>wide</div></body></html>",
     "short": "<body><h1>tiny</h1></body>",
     "animated": "<html><head><style>"
     "@keyframes grow { from { width: 10px; background: red } to { width: 300px; background: blue } }"
@@ -52,7 +55,8 @@ HOSTILE_PAGES = {
     "<p>shadow</p></template></div></body></html>",
     "caret": "<html><body><input autofocus value='typed text'><textarea autofocus>more</textarea>"
     "<div contenteditable>editable</div></body></html>",
-    "bidi": "<html><body><p>abc \u202eبالعربية\u202c x\u200by\u200dz \u2066עברית\u2069</p></body></html>",
+    "bidi": "<html><body><p>abc \u202eبالعربية\u202c x\u200by\u200dz \u2066עברית\u2069"
+    " lone \ud800 surrogate</p></body></html>",
     "empty": "<html></html>",
 }
 
@@ -79,7 +83,7 @@ def playwright_screenshots(htmls: list[str], executable: str, max_height: int) -
             page.set_content(html, wait_until="load")
             png = page.screenshot(full_page=True, type="png", animations="disabled", caret="hide")
             pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-            out.append(pixels[:max_height])
+            out.append(pixels[:max_height, :MAX_WIDTH])
             page.close()
         browser.close()
     return out
@@ -106,7 +110,8 @@ def test_the_hostile_pages_exercise_the_cut_the_width_and_the_viewport(pages_and
     htmls, expected = pages_and_expected
     by_name = dict(zip(HOSTILE_PAGES, expected[-len(HOSTILE_PAGES) :]))
     assert by_name["tall"].shape[0] == MAX_HEIGHT
-    assert by_name["wide"].shape[1] > VIEWPORT["width"]
+    assert VIEWPORT["width"] < by_name["wide"].shape[1] < MAX_WIDTH
+    assert by_name["wider than the cut"].shape[1] == MAX_WIDTH
     assert by_name["short"].shape[:2] == (VIEWPORT["height"], VIEWPORT["width"])
     assert len({pixels.tobytes() for pixels in expected}) == len(htmls)
 
@@ -191,7 +196,7 @@ def test_a_page_with_autofocus_renders_alike_first_or_after_others(pages_and_exp
     renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
     try:
         first = pixels_of(renderer.render_png(caret))  # the page's first document after it opened
-        again = pixels_of(renderer.render_png(caret))  # after a page whose autofocus applied, were it to apply
+        again = pixels_of(renderer.render_png(caret))  # after a page whose autofocus would have applied
     finally:
         renderer.close()
     assert np.array_equal(first, again)

@@ -1,25 +1,28 @@
 """Render HTML pages in Chromium and compare the renders.
 
 :class:`PageRenderer` renders in one headless Chromium (Debian's
-``chromium`` driven by Playwright, no browser download) that the whole process shares, launched on first use and
-reused for every render, and driven from one thread of its own through
-Playwright's asyncio API (renderers may be called from any thread, and many
-renders run at once); each renderer keeps a pool of pages, each in a browser
-context of its own, so a batch of answers renders in parallel
-(:meth:`PageRenderer.render_many`). Each page is loaded with
-``set_content`` (until its load event); every request it makes
-(stylesheets, images, fonts, anything outside the page) is aborted, and
-JavaScript is off, so a render depends on the HTML alone and nothing leaves
-the machine. The viewport is fixed at 800×600 CSS pixels at scale 1
+``chromium`` driven by Playwright, no browser download) that the whole
+process shares, launched on first use and reused for every render, and
+driven from one thread of its own through Playwright's asyncio API
+(renderers may be called from any thread, and many renders run at once);
+each renderer keeps a pool of pages, each in a browser context of its own,
+so a batch of answers renders in parallel
+(:meth:`PageRenderer.render_many`). Each page is loaded with ``set_content``
+(until its load event); every request it makes (stylesheets, images, fonts,
+anything outside the page) is aborted, and JavaScript is off, so a render
+depends on the HTML alone and nothing leaves the machine; ``autofocus``
+never applies (each page spends it when it opens, as a document applies it
+once in its life), so a render does not depend on what its page rendered
+before either. The viewport is fixed at 800×600 CSS pixels at scale 1
 (ColBench's Firefox had no window size set, so its width was the browser's
 default): 800 px shows the desktop layout of the pages (WebSight's pages
-switch to it from 768 px), keeps a render fast, and makes scores
-independent of the host's display. The screenshot is the full page, cut at
-``max_height`` (2,400 px), with animations settled and carets hidden as
-Playwright's ``screenshot(full_page=True, animations="disabled",
-caret="hide")`` does, taken with DevTools' ``Page.captureScreenshot``
-directly: clipped to the page, PNG in Chromium's fast encoding (lossless,
-the same pixels).
+switch to it from 768 px), keeps a render fast, and makes scores independent
+of the host's display. The screenshot is the full page, cut at
+``max_height`` (2,400 px) and ``MAX_WIDTH`` (3,200 px), with animations
+settled and carets hidden as Playwright's ``screenshot(full_page=True,
+animations="disabled", caret="hide")`` does, taken with DevTools'
+``Page.captureScreenshot`` directly: clipped to the page, PNG in Chromium's
+fast encoding (lossless, the same pixels).
 
 :func:`page_similarity` is the deterministic image metric used when no CLIP
 weights are given: both renders are padded with white to the same height,
@@ -58,6 +61,9 @@ CHROMIUM_INSTALL = (
 )
 VIEWPORT = {"width": 800, "height": 600}
 MAX_HEIGHT = 2400
+# a page wider than this is cut at it: a 200,000 px wide page would otherwise take ~10 s and a 120-megapixel
+# image, and the similarity reduces every render to 64 px wide anyway
+MAX_WIDTH = 4 * VIEWPORT["width"]
 RENDER_TIMEOUT_MS = 10_000
 PAGES = 8  # pages a renderer keeps for concurrent renders
 COMPARE_WIDTH = 64
@@ -209,7 +215,8 @@ _PREPARE_CAPTURE = """(async () => {
   const body = document.body, html = document.documentElement;
   if (!body || !html) return null;
   return [
-    Math.max(body.scrollWidth, html.scrollWidth, body.offsetWidth, html.offsetWidth, body.clientWidth, html.clientWidth),
+    Math.max(body.scrollWidth, html.scrollWidth, body.offsetWidth, html.offsetWidth, body.clientWidth,
+             html.clientWidth),
     Math.max(body.scrollHeight, html.scrollHeight, body.offsetHeight, html.offsetHeight, body.clientHeight,
              html.clientHeight),
   ];
@@ -248,7 +255,7 @@ class _PooledPage:
         return not self._gone.is_set() and not self.page.is_closed()
 
     async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The answer to DevTools' ``method``; raises :class:`RenderFailed` when the page crashes or closes first."""
+        """The answer to DevTools' ``method``; :class:`RenderFailed` when the page crashes or closes first."""
         answer = asyncio.ensure_future(self.devtools.send(method, params))
         gone = asyncio.ensure_future(self._gone.wait())
         try:
@@ -363,7 +370,7 @@ class PageRenderer:
         await route.abort()
 
     async def _capture(self, pooled: _PooledPage, html: str) -> bytes:
-        """Load ``html`` on the page and capture the full page, cut at ``max_height``, as PNG.
+        """Load ``html`` on the page; its full page, cut at ``max_height`` and ``MAX_WIDTH``, as PNG.
 
         Chromium encodes the PNG with its fast settings (``optimizeForSpeed``): other bytes than
         Playwright's screenshot, the same pixels.
@@ -378,7 +385,13 @@ class PageRenderer:
             "Page.captureScreenshot",
             {
                 "format": "png",
-                "clip": {"x": 0, "y": 0, "width": width, "height": min(height, self.max_height), "scale": 1},
+                "clip": {
+                    "x": 0,
+                    "y": 0,
+                    "width": min(width, MAX_WIDTH),
+                    "height": min(height, self.max_height),
+                    "scale": 1,
+                },
                 "captureBeyondViewport": not fits,
                 "optimizeForSpeed": True,
             },
@@ -387,7 +400,7 @@ class PageRenderer:
 
     @staticmethod
     async def _evaluate(pooled: _PooledPage, expression: str) -> Any:
-        """The value of ``expression`` (awaited) in an isolated world of the page: its own scripts stay off."""
+        """The value of ``expression`` (awaited) in an isolated world of the page (its scripts stay off)."""
         world = await pooled.send("Page.createIsolatedWorld", {"frameId": pooled.frame_id})
         answer = await pooled.send(
             "Runtime.evaluate",
