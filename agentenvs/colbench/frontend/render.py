@@ -354,15 +354,19 @@ class PageRenderer:
     async def _open(self) -> _PooledPage:
         browser = await browser_thread().browser(self.executable)
         context = await browser.new_context(viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False)
-        await context.route("**/*", self._block)
-        page = await context.new_page()
-        devtools = await context.new_cdp_session(page)
-        tree = await devtools.send("Page.getFrameTree")
-        pooled = _PooledPage(page, devtools, tree["frameTree"]["frame"]["id"])
-        await page.set_content(SPEND_AUTOFOCUS, wait_until="load", timeout=RENDER_TIMEOUT_MS)
-        focused = await self._evaluate(pooled, _AFTER_TWO_FRAMES)
-        if focused != "INPUT":
-            raise RenderFailed(f"a new page did not spend its autofocus (focused: {focused!r:.100})")
+        try:
+            await context.route("**/*", self._block)
+            page = await context.new_page()
+            devtools = await context.new_cdp_session(page)
+            tree = await devtools.send("Page.getFrameTree")
+            pooled = _PooledPage(page, devtools, tree["frameTree"]["frame"]["id"])
+            await page.set_content(SPEND_AUTOFOCUS, wait_until="load", timeout=RENDER_TIMEOUT_MS)
+            focused = await self._evaluate(pooled, _AFTER_TWO_FRAMES)
+            if focused != "INPUT":
+                raise RenderFailed(f"a new page did not spend its autofocus (focused: {focused!r:.100})")
+        except BaseException:
+            await context.close()  # a page that failed to open leaves no context behind
+            raise
         return pooled
 
     async def _block(self, route: Any) -> None:
@@ -440,7 +444,7 @@ class PageRenderer:
         return list(await asyncio.gather(*(self._render_png(html) for html in htmls)))
 
     def render_png(self, html: str) -> bytes:
-        """The full-page screenshot of ``html`` as PNG (800 px wide, at most ``max_height`` tall)."""
+        """The full-page screenshot of ``html`` as PNG (800 to ``MAX_WIDTH`` wide, ``max_height`` tall at most)."""
         return browser_thread().call(self._render_png, html)
 
     def render_many_png(self, htmls: Sequence[str]) -> list[bytes]:
