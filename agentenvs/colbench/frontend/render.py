@@ -444,7 +444,7 @@ class PageRenderer:
         return list(await asyncio.gather(*(self._render_png(html) for html in htmls)))
 
     def render_png(self, html: str) -> bytes:
-        """The full-page screenshot of ``html`` as PNG (800 to ``MAX_WIDTH`` wide, ``max_height`` tall at most)."""
+        """The full-page screenshot of ``html`` as PNG, cut at ``MAX_WIDTH`` wide and ``max_height`` tall."""
         return browser_thread().call(self._render_png, html)
 
     def render_many_png(self, htmls: Sequence[str]) -> list[bytes]:
