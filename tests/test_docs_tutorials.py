@@ -1,0 +1,140 @@
+"""The tutorials of ``docs/tutorials/``: each page's scripts run as the page shows them.
+
+A page shows its code with ``{literalinclude}`` of a file in
+``docs/tutorials/scripts/``, so the code a reader copies is the code these
+tests run. A block of output a page shows is preceded by
+``<!-- tutorial-output: NAME -->``; the tests compare it with what the script
+prints, or with the results file it comes from. Runs that take minutes are
+marked slow (``pytest -m slow``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TUTORIALS = ROOT / "docs" / "tutorials"
+SCRIPTS = TUTORIALS / "scripts"
+INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)", re.MULTILINE)
+OUTPUT_MARK = "<!-- tutorial-output: {name} -->"
+
+
+def page(name: str) -> str:
+    return (TUTORIALS / name).read_text(encoding="utf-8")
+
+
+def output_block(text: str, name: str) -> str:
+    """The fenced block right after the page's ``tutorial-output: name`` mark, without its fences."""
+    mark = OUTPUT_MARK.format(name=name)
+    assert text.count(mark) == 1, f"the page has no single {mark}"
+    after = text.split(mark, 1)[1].lstrip("\n")
+    assert after.startswith("```"), f"{mark} is not followed by a fenced block"
+    return after.split("\n", 1)[1].split("\n```", 1)[0]
+
+
+def run_tutorial(
+    command: list[str], *, extra_env: Mapping[str, str] = {}, cwd: Path = ROOT, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` as a reader would, from the repository root: ``python`` and the console scripts
+    (``agentenvs``, ``leaderboard``) are this interpreter's, and this checkout comes first on the path."""
+    environ = dict(os.environ)
+    environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environ.get("PATH", "")])
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    environ.update(extra_env)
+    result = subprocess.run(
+        command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert result.returncode == 0, f"{shlex.join(command)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return result
+
+
+# ------------------------------------------------------------------ every page
+def test_every_tutorial_script_is_shown_by_a_page_and_every_include_exists():
+    pages = sorted(TUTORIALS.glob("*.md"))
+    included = set()
+    for path in pages:
+        for target in INCLUDE.findall(path.read_text(encoding="utf-8")):
+            resolved = (path.parent / target).resolve()
+            assert resolved.is_file(), f"{path.name} includes {target}, which does not exist"
+            included.add(resolved)
+    scripts = {p.resolve() for p in SCRIPTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert scripts, "no tutorial scripts"
+    assert not scripts - included, f"scripts no page shows: {sorted(map(str, scripts - included))}"
+
+
+def test_output_blocks_are_found_by_their_mark():
+    text = "intro\n<!-- tutorial-output: demo -->\n```text\na  1\nb  2\n```\nafter\n"
+    assert output_block(text, "demo") == "a  1\nb  2"
+    with pytest.raises(AssertionError, match="no single"):
+        output_block(text, "other")
+
+
+# ------------------------------------------------------ 01: GiGPO on the CPU
+TRAIN_PAGE = "01-train-gigpo-on-cpu.md"
+TRAIN_SCRIPT = SCRIPTS / "train_gigpo_on_cpu.sh"
+EXPERIMENT_RESULTS = ROOT / "baselines" / "experiments" / "results" / "grpo_vs_gigpo.json"
+
+
+def recorded_gigpo_run() -> list[dict[str, float]]:
+    """GiGPO's seed-0 run of the experiment's results file, as metrics records (iteration, episodes, success)."""
+    results = json.loads(EXPERIMENT_RESULTS.read_text(encoding="utf-8"))
+    per_iteration = results["episodes_per_iteration"]
+    curve = results["success_curves"]["gigpo"]["0"]
+    return [
+        {"iteration": i, "episodes_seen": per_iteration * (i + 1), "success": success}
+        for i, success in enumerate(curve)
+    ]
+
+
+def curve_table_of(records: list[dict[str, float]]) -> str:
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from read_metrics import curve_table
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return curve_table(records)
+
+
+def test_the_pages_curve_is_the_results_files_gigpo_run():
+    records = recorded_gigpo_run()
+    assert len(records) == 50  # the config's run.iterations, which the script keeps by default
+    assert output_block(page(TRAIN_PAGE), "gigpo-curve") == curve_table_of(records)
+
+
+def test_the_scripts_pins_are_the_experiments():
+    from baselines.experiments.grpo_vs_gigpo import PINNED_ENVIRONMENT
+
+    (line,) = [line for line in TRAIN_SCRIPT.read_text(encoding="utf-8").splitlines() if line.startswith("export ")]
+    exported = dict(word.split("=", 1) for word in shlex.split(line)[1:])
+    assert exported == PINNED_ENVIRONMENT
+
+
+def test_one_iteration_reproduces_the_recorded_runs_start(tmp_path):
+    """The smoke run the page names (``ITERATIONS=1``); the slow test below runs all 50."""
+    out = tmp_path / "gigpo-sokoban"
+    result = run_tutorial(["bash", str(TRAIN_SCRIPT)], extra_env={"OUT": str(out), "ITERATIONS": "1"})
+    from baselines.metrics import read_jsonl
+
+    records = read_jsonl(out / "metrics.jsonl")
+    expected = recorded_gigpo_run()[:1]
+    assert [(r["iteration"], r["episodes_seen"], r["success"]) for r in records] == [
+        (e["iteration"], e["episodes_seen"], e["success"]) for e in expected
+    ]
+    assert {"return", "component/box_placement", "anchor/singleton_share", "time/update_s"} <= set(records[0])
+    assert curve_table_of(records) in result.stdout
+    assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_the_tutorial_command_prints_the_pages_curve(tmp_path):
+    result = run_tutorial(["bash", str(TRAIN_SCRIPT)], extra_env={"OUT": str(tmp_path / "run")}, timeout=3600)
+    assert output_block(page(TRAIN_PAGE), "gigpo-curve") in result.stdout
