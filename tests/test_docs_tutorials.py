@@ -138,3 +138,32 @@ def test_one_iteration_reproduces_the_recorded_runs_start(tmp_path):
 def test_the_tutorial_command_prints_the_pages_curve(tmp_path):
     result = run_tutorial(["bash", str(TRAIN_SCRIPT)], extra_env={"OUT": str(tmp_path / "run")}, timeout=3600)
     assert output_block(page(TRAIN_PAGE), "gigpo-curve") in result.stdout
+
+
+# ------------------------------------------- 02: evaluate, verify, submit
+EVAL_PAGE = "02-evaluate-and-submit.md"
+EVAL_SCRIPT = SCRIPTS / "evaluate_and_submit.sh"
+EVAL_WORK = "runs/tutorial-eval"  # the script's default WORK, as the page names it
+
+
+def test_the_eval_tutorial_plays_verifies_and_lands_on_the_board(tmp_path):
+    pytest.importorskip("torch")
+    from fixtures.app_server import free_port
+
+    from agentenvs.eval.bundle import read_bundle
+
+    work = tmp_path / "eval"
+    ports = {"MODEL_PORT": str(free_port()), "BOARD_PORT": str(free_port())}
+    result = run_tutorial(["bash", str(EVAL_SCRIPT)], extra_env={"WORK": str(work), **ports})
+    printed = {line.strip() for line in result.stdout.splitlines()}
+    for line in output_block(page(EVAL_PAGE), "eval-and-submit").splitlines():
+        assert line.replace(EVAL_WORK, str(work)) in printed, line
+
+    document = read_bundle(work / "bundle")
+    (summary,) = document["summary"]["envs"].values()
+    assert (summary["episodes"], summary["success"]["mean"]) == (3, 0.0)
+    assert "[0%, 56%]" in page(EVAL_PAGE) and round(100 * summary["success"]["high"]) == 56
+    assert document["metadata"]["model_size"] == "0.6M"
+    assert document["metadata"]["settings"]["envs"]["agentenvs/Sokoban-v0"]["max_tokens"] == 16
+    board = (work / "site" / "index.html").read_text(encoding="utf-8")
+    assert all(name in board for name in ("tiny", "0.6M", "expert", "random"))
