@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -44,11 +45,12 @@ def output_block(text: str, name: str) -> str:
 def run_tutorial(
     command: list[str], *, extra_env: Mapping[str, str] = {}, cwd: Path = ROOT, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` as a reader would, from the repository root: ``python`` and the console scripts
-    (``agentenvs``, ``leaderboard``) are this interpreter's, and this checkout comes first on the path."""
+    """Run ``command`` as a reader would, from the root of a checkout (``cwd``, this one by default):
+    ``python`` and the console scripts (``agentenvs``, ``leaderboard``) are this interpreter's, and
+    that checkout comes first on the path."""
     environ = dict(os.environ)
     environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environ.get("PATH", "")])
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), environ.get("PYTHONPATH")]))
     environ.update(extra_env)
     result = subprocess.run(
         command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout, check=False
@@ -167,3 +169,47 @@ def test_the_eval_tutorial_plays_verifies_and_lands_on_the_board(tmp_path):
     assert document["metadata"]["settings"]["envs"]["agentenvs/Sokoban-v0"]["max_tokens"] == 16
     board = (work / "site" / "index.html").read_text(encoding="utf-8")
     assert all(name in board for name in ("tiny", "0.6M", "expert", "random"))
+
+
+# ------------------------------------------------------ 04: a new family
+FAMILY_PAGE = "04-add-a-family.md"
+# What a checkout needs for the family's checks: the package, the suite, and what the suite reads.
+CHECKOUT_PARTS = ["agentenvs", "tests", "scripts", "baselines", "leaderboard", "retrieval_index", "pyproject.toml", "README.md"]
+FAMILY_CHECKS = ["tests/test_contract.py", "tests/test_layout.py", "tests/test_reward_hacking.py"]
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A copy of this checkout's code and tests, for the tutorial to add its family to."""
+    root = tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in CHECKOUT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, root / part, ignore=ignore)
+        else:
+            shutil.copy2(source, root / part)
+    shutil.copytree(SCRIPTS, root / "docs" / "tutorials" / "scripts", ignore=ignore)
+    return root
+
+
+def test_the_new_family_registers_is_solved_by_its_expert_and_passes_the_contract(checkout):
+    script = SCRIPTS / "add_lock_family.sh"
+    result = run_tutorial(["bash", str(script)], cwd=checkout)
+    printed = set(result.stdout.splitlines())
+    for line in output_block(page(FAMILY_PAGE), "play-lock").splitlines():
+        assert line in printed, line
+    assert (checkout / "agentenvs" / "lock" / "env.py").is_file() and not (ROOT / "agentenvs" / "lock").exists()
+
+    # the suite's checks did run on the new id: the selection the script makes holds its cases
+    (selection,) = [line for line in script.read_text(encoding="utf-8").splitlines() if " -k " in line]
+    keyword = shlex.split(selection)[shlex.split(selection).index("-k") + 1]
+    listed = run_tutorial(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", *FAMILY_CHECKS, "-k", keyword], cwd=checkout
+    ).stdout.splitlines()
+    lock_cases = [line for line in listed if "Lock-v0" in line]
+    assert all("Unlock" not in line for line in lock_cases)  # BabyAI's Unlock levels stay out
+    assert len([c for c in lock_cases if c.startswith("tests/test_contract.py")]) >= 15
+    assert any("test_every_state_of_an_expert_episode_restores_exactly" in c for c in lock_cases)
+    assert any(c.startswith("tests/test_reward_hacking.py::test_no_invalid_stalling") for c in lock_cases)
+    assert any(line.startswith("tests/test_layout.py::") for line in listed)
