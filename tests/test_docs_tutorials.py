@@ -10,6 +10,7 @@ marked slow (``pytest -m slow``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,7 +18,8 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,99 @@ def test_the_new_family_registers_is_solved_by_its_expert_and_passes_the_contrac
     assert any("test_every_state_of_an_expert_episode_restores_exactly" in c for c in lock_cases)
     assert any(c.startswith("tests/test_reward_hacking.py::test_no_invalid_stalling") for c in lock_cases)
     assert any(line.startswith("tests/test_layout.py::") for line in listed)
+
+
+# ------------------------------------------- 03: other RL libraries
+LIBRARIES_PAGE = "03-other-rl-libraries.md"
+
+
+def bash_block_lines(text: str, section: str) -> list[str]:
+    """The lines of the first ``bash`` block after the page's ``## section`` heading."""
+    after = text.split(f"\n## {section}\n", 1)[1]
+    return after.split("```bash\n", 1)[1].split("\n```", 1)[0].splitlines()
+
+
+def with_port(line: str, port: int) -> list[str]:
+    """A page command as words, its port 8000 replaced by ``port`` and a trailing ``&`` dropped."""
+    return [word.replace("8000", str(port)) for word in shlex.split(line.removesuffix(" &"))]
+
+
+@contextlib.contextmanager
+def background(words: list[str], ready_url: str, log: Path) -> Iterator[None]:
+    """Run a page's server command (``... &``) until the block ends; up once ``ready_url`` answers."""
+    import urllib.request
+
+    environ = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    with log.open("w") as sink:
+        server = subprocess.Popen(words, cwd=ROOT, env=environ, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, log.read_text()
+            try:
+                urllib.request.urlopen(ready_url, timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"{shlex.join(words)} did not come up:\n{log.read_text()}"
+                time.sleep(0.5)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_skyrl_gym_script_plays_the_gym_make_episode():
+    pytest.importorskip("skyrl_gym", reason="skyrl-gym is not installed here (the skyrl-gym extra)")
+    import gymnasium as gym
+
+    import agentenvs  # noqa: F401  (registers the ids)
+
+    result = run_tutorial([sys.executable, str(SCRIPTS / "with_skyrl_gym.py")])
+    assert result.stdout.strip() == output_block(page(LIBRARIES_PAGE), "skyrl-gym")
+    weights = gym.make("agentenvs/Sokoban-v0").unwrapped.reward_weights
+    assert weights == {"outcome": 10.0, "box_placement": 1.0, "format": 0.5, "step_penalty": -0.1, "invalid_action": -0.1}
+
+
+@pytest.mark.slow
+def test_the_trl_script_trains_a_step_whose_components_add_up(tmp_path):
+    pytest.importorskip("trl", reason="TRL is not installed here (the trl extra)")
+    result = run_tutorial([sys.executable, str(SCRIPTS / "with_trl.py"), str(tmp_path)], timeout=1200)
+    components = [float(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("rewards/")]
+    (total,) = [float(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("reward: ")]
+    assert len(components) == 5 and abs(sum(components) - total) < 2e-3  # each printed to 3 decimals
+    assert "over 4 episodes" in result.stdout
+
+
+def test_the_verifiers_commands_evaluate_and_replay(tmp_path):
+    pytest.importorskip(
+        "verifiers", reason="verifiers is not installed here: CI's verifiers step runs this test in .venv-verifiers"
+    )
+    pytest.importorskip("torch")
+    from fixtures.app_server import free_port
+
+    make_model, serve, evaluate = bash_block_lines(page(LIBRARIES_PAGE), "verifiers")
+    port = free_port()
+    run_tutorial([word.replace("runs/", f"{tmp_path}/") for word in shlex.split(make_model)])
+    serve_words = [word.replace("runs/", f"{tmp_path}/") for word in with_port(serve, port)]
+    with background(serve_words, f"http://127.0.0.1:{port}/v1/models", tmp_path / "server.log"):
+        assignment, *command = shlex.split(evaluate)
+        name, value = assignment.split("=", 1)
+        url = {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", name: value}
+        result = run_tutorial(command, extra_env=url)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 5 and lines[-1] == "4 rollouts, each replayed by gym.make to the same return"
+    assert "4 rollouts, each replayed by gym.make to the same return" in page(LIBRARIES_PAGE)
+
+
+def test_the_openenv_commands_play_the_pages_episode(tmp_path):
+    pytest.importorskip(
+        "openenv", reason="openenv-core is not installed here: CI's OpenEnv step runs this test in .venv-openenv"
+    )
+    from fixtures.app_server import free_port
+
+    serve, client = bash_block_lines(page(LIBRARIES_PAGE), "OpenEnv")
+    port = free_port()
+    with background(with_port(serve, port), f"http://127.0.0.1:{port}/health", tmp_path / "serve.log"):
+        result = run_tutorial(with_port(client, port))
+    assert result.stdout.strip() == output_block(page(LIBRARIES_PAGE), "openenv")
