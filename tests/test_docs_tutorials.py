@@ -57,7 +57,9 @@ def run_tutorial(
     result = subprocess.run(
         command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout, check=False
     )
-    assert result.returncode == 0, f"{shlex.join(command)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    assert result.returncode == 0, (
+        f"{shlex.join(command)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    )
     return result
 
 
@@ -89,7 +91,7 @@ EXPERIMENT_RESULTS = ROOT / "baselines" / "experiments" / "results" / "grpo_vs_g
 
 
 def recorded_gigpo_run() -> list[dict[str, float]]:
-    """GiGPO's seed-0 run of the experiment's results file, as metrics records (iteration, episodes, success)."""
+    """GiGPO's seed-0 run in the experiment's results file, as records of iteration, episodes, success."""
     results = json.loads(EXPERIMENT_RESULTS.read_text(encoding="utf-8"))
     per_iteration = results["episodes_per_iteration"]
     curve = results["success_curves"]["gigpo"]["0"]
@@ -117,7 +119,9 @@ def test_the_pages_curve_is_the_results_files_gigpo_run():
 def test_the_scripts_pins_are_the_experiments():
     from baselines.experiments.grpo_vs_gigpo import PINNED_ENVIRONMENT
 
-    (line,) = [line for line in TRAIN_SCRIPT.read_text(encoding="utf-8").splitlines() if line.startswith("export ")]
+    (line,) = [
+        line for line in TRAIN_SCRIPT.read_text(encoding="utf-8").splitlines() if line.startswith("export ")
+    ]
     exported = dict(word.split("=", 1) for word in shlex.split(line)[1:])
     assert exported == PINNED_ENVIRONMENT
 
@@ -176,7 +180,16 @@ def test_the_eval_tutorial_plays_verifies_and_lands_on_the_board(tmp_path):
 # ------------------------------------------------------ 04: a new family
 FAMILY_PAGE = "04-add-a-family.md"
 # What a checkout needs for the family's checks: the package, the suite, and what the suite reads.
-CHECKOUT_PARTS = ["agentenvs", "tests", "scripts", "baselines", "leaderboard", "retrieval_index", "pyproject.toml", "README.md"]
+CHECKOUT_PARTS = [
+    "agentenvs",
+    "tests",
+    "scripts",
+    "baselines",
+    "leaderboard",
+    "retrieval_index",
+    "pyproject.toml",
+    "README.md",
+]
 FAMILY_CHECKS = ["tests/test_contract.py", "tests/test_layout.py", "tests/test_reward_hacking.py"]
 
 
@@ -201,7 +214,9 @@ def test_the_new_family_registers_is_solved_by_its_expert_and_passes_the_contrac
     printed = set(result.stdout.splitlines())
     for line in output_block(page(FAMILY_PAGE), "play-lock").splitlines():
         assert line in printed, line
-    assert (checkout / "agentenvs" / "lock" / "env.py").is_file() and not (ROOT / "agentenvs" / "lock").exists()
+    assert (checkout / "agentenvs" / "lock" / "env.py").is_file() and not (
+        ROOT / "agentenvs" / "lock"
+    ).exists()
 
     # the suite's checks did run on the new id: the selection the script makes holds its cases
     (selection,) = [line for line in script.read_text(encoding="utf-8").splitlines() if " -k " in line]
@@ -237,7 +252,10 @@ def background(words: list[str], ready_url: str, log: Path) -> Iterator[None]:
     """Run a page's server command (``... &``) until the block ends; up once ``ready_url`` answers."""
     import urllib.request
 
-    environ = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    environ = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     with log.open("w") as sink:
         server = subprocess.Popen(words, cwd=ROOT, env=environ, stdout=sink, stderr=subprocess.STDOUT)
@@ -266,14 +284,22 @@ def test_the_skyrl_gym_script_plays_the_gym_make_episode():
     result = run_tutorial([sys.executable, str(SCRIPTS / "with_skyrl_gym.py")])
     assert result.stdout.strip() == output_block(page(LIBRARIES_PAGE), "skyrl-gym")
     weights = gym.make("agentenvs/Sokoban-v0").unwrapped.reward_weights
-    assert weights == {"outcome": 10.0, "box_placement": 1.0, "format": 0.5, "step_penalty": -0.1, "invalid_action": -0.1}
+    assert weights == {
+        "outcome": 10.0,
+        "box_placement": 1.0,
+        "format": 0.5,
+        "step_penalty": -0.1,
+        "invalid_action": -0.1,
+    }
 
 
 @pytest.mark.slow
 def test_the_trl_script_trains_a_step_whose_components_add_up(tmp_path):
     pytest.importorskip("trl", reason="TRL is not installed here (the trl extra)")
     result = run_tutorial([sys.executable, str(SCRIPTS / "with_trl.py"), str(tmp_path)], timeout=1200)
-    components = [float(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("rewards/")]
+    components = [
+        float(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("rewards/")
+    ]
     (total,) = [float(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("reward: ")]
     assert len(components) == 5 and abs(sum(components) - total) < 2e-3  # each printed to 3 decimals
     assert "over 4 episodes" in result.stdout
@@ -281,7 +307,8 @@ def test_the_trl_script_trains_a_step_whose_components_add_up(tmp_path):
 
 def test_the_verifiers_commands_evaluate_and_replay(tmp_path):
     pytest.importorskip(
-        "verifiers", reason="verifiers is not installed here: CI's verifiers step runs this test in .venv-verifiers"
+        "verifiers",
+        reason="verifiers is not installed here: CI's verifiers step runs this test in .venv-verifiers",
     )
     pytest.importorskip("torch")
     from fixtures.app_server import free_port
@@ -302,7 +329,8 @@ def test_the_verifiers_commands_evaluate_and_replay(tmp_path):
 
 def test_the_openenv_commands_play_the_pages_episode(tmp_path):
     pytest.importorskip(
-        "openenv", reason="openenv-core is not installed here: CI's OpenEnv step runs this test in .venv-openenv"
+        "openenv",
+        reason="openenv-core is not installed here: CI's OpenEnv step runs this test in .venv-openenv",
     )
     from fixtures.app_server import free_port
 

@@ -10,15 +10,18 @@ by turn, and how many test tasks the expert opens.
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 
 import agentenvs  # noqa: F401  (registers every family found under agentenvs/, the new one included)
+from agentenvs.core import Agent
 from agentenvs.core.registration import entry_of, make_expert
 
 ENV_ID = "agentenvs/Lock-v0"
 
 
-def play(env: gym.Env, expert, seed: int, show: bool = False) -> dict:
+def play(env: gym.Env, expert: Agent, seed: int, show: bool = False) -> dict[str, Any]:
     """One expert episode; its last info. With ``show``, print every turn."""
     observation, info = env.reset(seed=seed)
     if show:

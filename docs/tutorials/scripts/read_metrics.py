@@ -27,9 +27,8 @@ def curve_table(records: Sequence[dict[str, Any]], every: int = 10, window: int 
     lines = [f"{'iteration':>9}  {'episodes':>8}  {'success':>7}  {f'mean of last {window}':>14}"]
     for index in shown:
         record = records[index]
-        lines.append(
-            f"{record['iteration']:>9}  {record['episodes_seen']:>8}  {record['success']:>7.3f}  {smoothed[index]:>14.3f}"
-        )
+        iteration, episodes, success = record["iteration"], record["episodes_seen"], record["success"]
+        lines.append(f"{iteration:>9}  {episodes:>8}  {success:>7.3f}  {smoothed[index]:>14.3f}")
     return "\n".join(lines)
 
 

@@ -41,7 +41,18 @@ def test_a_move_turns_one_dial_and_pays_its_progress(env):
 
 @pytest.mark.parametrize(
     "response",
-    ["down 1", "up 4", "up 0", "turn 1", "up " + "9" * 5000, "up 1.5", "up \ud800", "up\u200b 1", "\u202eup 1", ""],
+    [
+        "down 1",
+        "up 4",
+        "up 0",
+        "turn 1",
+        "up " + "9" * 5000,
+        "up 1.5",
+        "up \ud800",
+        "up\u200b 1",
+        "\u202eup 1",
+        "",
+    ],
 )
 def test_what_names_no_move_is_invalid_and_changes_nothing(env, response):
     _, info = env.reset(options={"task_id": "lock-3/test/000"})
@@ -57,7 +68,9 @@ def test_the_state_key_covers_the_hidden_code(env):
 
 def test_splits_are_disjoint_and_hold_every_code_but_000(env):
     source = env.unwrapped.task_source
-    codes = [source.load(source.task_id(split, i)) for split in source.splits for i in range(source.size(split))]
+    codes = [
+        source.load(source.task_id(split, i)) for split in source.splits for i in range(source.size(split))
+    ]
     assert len(codes) == len(set(codes)) == 999 and (0, 0, 0) not in codes
 
 

@@ -15,7 +15,11 @@ import sys
 
 from openenv.core import GenericEnvClient
 
-REPLIES = ["<action>down || right || down</action>", "<action>down || left || left</action>", "<action>up || right</action>"]
+REPLIES = [
+    "<action>down || right || down</action>",
+    "<action>down || left || left</action>",
+    "<action>up || right</action>",
+]
 
 
 def main(base_url: str) -> int:
@@ -25,7 +29,9 @@ def main(base_url: str) -> int:
         for reply in REPLIES:
             result = env.step({"response": reply})
             components = result.observation["info"]["reward_components"]
-            print(f"{reply}  reward {result.reward:+.2f}  done {result.done}  outcome {components['outcome']}")
+            print(
+                f"{reply}  reward {result.reward:+.2f}  done {result.done}  outcome {components['outcome']}"
+            )
         print(f"score {result.observation['info']['score']}, state {env.state()['state_key'][:12]}")
     return 0 if result.done else 1
 

@@ -25,18 +25,29 @@ def main(out: Path) -> int:
     episodes = []
     environment = GRPOEnvironment("agentenvs/Sokoban-v0", seeds=range(8), on_episode=episodes.append)
     model = out / "tiny-chat"
-    save_chat_model(str(model), [m["content"] for prompt in environment.prompts for m in prompt], vocab_size=400)
+    save_chat_model(
+        str(model), [m["content"] for prompt in environment.prompts for m in prompt], vocab_size=400
+    )
     config = GRPOConfig(
-        output_dir=str(out / "grpo"), max_steps=1, per_device_train_batch_size=4, num_generations=4,
-        max_completion_length=1024, generation_kwargs={"max_new_tokens": 16},
-        report_to=[], save_strategy="no", use_cpu=True,
+        output_dir=str(out / "grpo"),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=1024,
+        generation_kwargs={"max_new_tokens": 16},
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
     )
     trainer = GRPOTrainer(model=str(model), args=config, **environment.trainer_kwargs())
     trainer.train()
     logged = trainer.state.log_history[0]
     for name, weight in environment.reward_weights.items():
         print(f"rewards/{name}: {logged[f'rewards/{name}/mean']:+.3f} (weight {weight})")
-    print(f"reward: {logged['reward']:+.3f} over {len(episodes)} episodes; first episode's turns: {len(episodes[0].responses)}")
+    print(
+        f"reward: {logged['reward']:+.3f} over {len(episodes)} episodes; "
+        f"first episode's turns: {len(episodes[0].responses)}"
+    )
     return 0
 
 

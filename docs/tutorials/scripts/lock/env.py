@@ -81,7 +81,11 @@ class LockEnv(AgentEnv[tuple[int, ...], tuple[int, int]]):
         render_mode: str | None = None,
     ) -> None:
         super().__init__(
-            lock_tasks(), split=split, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
+            lock_tasks(),
+            split=split,
+            max_turns=max_turns,
+            reward_weights=reward_weights,
+            render_mode=render_mode,
         )
         self.lock = Lock(code=(0, 0, 0))
 
@@ -93,10 +97,10 @@ class LockEnv(AgentEnv[tuple[int, ...], tuple[int, int]]):
     def instructions(self) -> str:
         dials = len(self.lock.dials)
         return (
-            f"Open a combination lock. It has {dials} dials, each showing a digit from {LOWEST} to {HIGHEST}; "
-            "a hidden code opens it. After each move you see the dials and, per dial, whether the code's digit "
-            f"is higher, lower or set. Each turn, send one move: up D or down D, D from 1 to {dials}, as "
-            f"<action>up 1</action>. You have {self.max_turns} turns."
+            f"Open a combination lock. It has {dials} dials, each showing a digit from {LOWEST} to "
+            f"{HIGHEST}; a hidden code opens it. After each move you see the dials and, per dial, whether "
+            "the code's digit is higher, lower or set. Each turn, send one move: up D or down D, "
+            f"D from 1 to {dials}, as <action>up 1</action>. You have {self.max_turns} turns."
         )
 
     def _start(self, task: tuple[int, ...]) -> None:
