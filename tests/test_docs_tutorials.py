@@ -11,6 +11,7 @@ marked slow (``pytest -m slow``).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -101,19 +103,38 @@ def recorded_gigpo_run() -> list[dict[str, float]]:
     ]
 
 
+def read_metrics_script() -> ModuleType:
+    """``docs/tutorials/scripts/read_metrics.py`` as a module (it sits on no import path)."""
+    spec = importlib.util.spec_from_file_location("read_metrics", SCRIPTS / "read_metrics.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def curve_table_of(records: list[dict[str, float]]) -> str:
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        from read_metrics import curve_table
-    finally:
-        sys.path.remove(str(SCRIPTS))
-    return curve_table(records)
+    return read_metrics_script().curve_table(records)
 
 
 def test_the_pages_curve_is_the_results_files_gigpo_run():
     records = recorded_gigpo_run()
     assert len(records) == 50  # the config's run.iterations, which the script keeps by default
     assert output_block(page(TRAIN_PAGE), "gigpo-curve") == curve_table_of(records)
+
+
+def test_the_curve_reader_refuses_an_empty_run_and_bad_options_with_a_reason(tmp_path, capsys):
+    main = read_metrics_script().main
+    empty = tmp_path / "metrics.jsonl"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit) as stopped:
+        main([str(empty)])
+    assert stopped.value.code == 2 and "holds no iteration yet" in capsys.readouterr().err
+    empty.write_text(
+        json.dumps({"iteration": 0, "episodes_seen": 64, "success": 0.5}) + "\n", encoding="utf-8"
+    )
+    with pytest.raises(SystemExit):
+        main([str(empty), "--every", "0"])
+    assert "at least 1" in capsys.readouterr().err
+    assert main([str(empty)]) == 0 and "0.500" in capsys.readouterr().out
 
 
 def test_the_scripts_pins_are_the_experiments():
