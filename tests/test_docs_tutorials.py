@@ -46,16 +46,22 @@ def output_block(text: str, name: str) -> str:
     return after.split("\n", 1)[1].split("\n```", 1)[0]
 
 
+def reader_environ(checkout: Path) -> dict[str, str]:
+    """This process's environment with this interpreter's ``bin`` first on ``PATH`` and ``checkout``
+    first on ``PYTHONPATH``, as for a reader who installed that checkout."""
+    environ = dict(os.environ)
+    environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environ.get("PATH", "")])
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout), environ.get("PYTHONPATH")]))
+    return environ
+
+
 def run_tutorial(
     command: list[str], *, extra_env: Mapping[str, str] = {}, cwd: Path = ROOT, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` as a reader would, from the root of a checkout (``cwd``, this one by default):
     ``python`` and the console scripts (``agentenvs``, ``leaderboard``) are this interpreter's, and
     that checkout comes first on the path."""
-    environ = dict(os.environ)
-    environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environ.get("PATH", "")])
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(cwd), environ.get("PYTHONPATH")]))
-    environ.update(extra_env)
+    environ = {**reader_environ(cwd), **extra_env}
     result = subprocess.run(
         command, cwd=cwd, env=environ, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -273,13 +279,10 @@ def background(words: list[str], ready_url: str, log: Path) -> Iterator[None]:
     """Run a page's server command (``... &``) until the block ends; up once ``ready_url`` answers."""
     import urllib.request
 
-    environ = {
-        **os.environ,
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    }
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     with log.open("w") as sink:
-        server = subprocess.Popen(words, cwd=ROOT, env=environ, stdout=sink, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            words, cwd=ROOT, env=reader_environ(ROOT), stdout=sink, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + 120
         while True:
