@@ -26,6 +26,7 @@ import pytest
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.agents.scripted import make_agent
 from agentenvs.core.keys import stable_digest
+from test_search import private_cache  # noqa: F401  (the built-in worlds in a private cache, no data folder)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "info_pinned.json"
 NOT_AN_ACTION = "Let me think about it first."
