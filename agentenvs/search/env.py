@@ -113,7 +113,7 @@ import numpy as np
 
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.judges import normalize_answer, token_f1
-from agentenvs.core.keys import stable_digest, text_digest, text_key
+from agentenvs.core.keys import bytes_digest, canonical_bytes, int_list_bytes, text_digest, text_key
 from agentenvs.search.data import (
     DEFAULT_PASSAGES,
     QuestionSource,
@@ -362,7 +362,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._matches_answers = False
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
-        self._keyed: tuple[Any, str] | None = None  # the last state-key data and its digest
+        self._keyed: tuple[bytes, str] | None = None  # the last state key's canonical bytes and its digest
         self._passages = PassageLines()
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
@@ -547,10 +547,17 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return data
 
     def _compute_state_key(self) -> str:
-        # an answer turn leaves the information state as it was: its key is not hashed again
+        """``stable_digest(self._state_key_data())``, its canonical bytes assembled here: the list head
+        and the task id, the sorted rows, the search count, then the preset's part (encoded in general)."""
         data = self._state_key_data()
-        if self._keyed is None or self._keyed[0] != data:
-            self._keyed = (data, stable_digest(data))
+        extra = data[3:]
+        encoded = b"".join((
+            b"l%d:" % len(data), canonical_bytes(self.task_id), int_list_bytes(data[1]), b"i%d;" % self._searches,
+            canonical_bytes(extra[0]) if extra else b"",
+        ))  # fmt: skip
+        # an answer turn leaves the information state as it was: its key is not hashed again
+        if self._keyed is None or self._keyed[0] != encoded:
+            self._keyed = (encoded, bytes_digest(encoded))
         return self._keyed[1]
 
     def _is_success(self) -> bool:
