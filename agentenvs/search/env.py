@@ -204,18 +204,38 @@ class CorpusHit:
         return self._corpus[self.index]
 
 
+def collapsed_body(body: str) -> str:
+    """``" ".join(body.split())`` of a :func:`passage_body`, without splitting the common body.
+
+    A body starts with ``(Title:`` and ends with one newline; when what is before that newline is
+    printable (so holds no whitespace but the space: every other whitespace character is
+    non-printable), has no two spaces in a row and does not end with one, it is already collapsed.
+    """
+    inner = body[:-1]
+    if inner.isprintable() and "  " not in inner and not inner.endswith(" "):
+        return inner
+    return " ".join(body.split())
+
+
 class PassageLines:
-    """What a search turn derives from each retrieved passage, kept for the last ``capacity`` corpus rows.
+    """What a search turn derives from the retrieved passages, kept for the last ``capacity`` corpus rows
+    and the last ``capacity`` results.
 
     The rollouts of one question retrieve the same passages again and again;
     each row's Search-R1 line body (:func:`passage_body`), its
-    whitespace-collapsed form and its SQuAD-normalised form are made once.
+    whitespace-collapsed form (:func:`collapsed_body`) and its SQuAD-normalised
+    form are made once, and each result's information text and ``obs_key``
+    once per sequence of rows. Memory: at most ``capacity`` rows of three
+    strings of about a passage's length, and ``capacity`` results of ``topk``
+    passages each (about 15 MB for 4,096 of 600-character passages at
+    ``topk`` 3).
 
     - The information text is ``\\n\\n<information>`` + the ``Doc {i}`` lines
       (stripped) + ``</information>\\n\\n``; its ``obs_key`` hashes the
       whitespace-collapsed text, which is ``<information>`` + the lines'
       collapsed forms joined by one space + ``</information>``, because
       every line starts with ``Doc {i}(Title:`` and ends with a newline.
+      Both depend on the rows and their order alone.
     - Search-R1's retrieval check, ``contains_answer(lines, golden)``:
       SQuAD normalisation works character by character apart from the
       article rule and whitespace, so the normalised lines are
@@ -229,11 +249,13 @@ class PassageLines:
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
         self._rows: OrderedDict[int, list[str | None]] = OrderedDict()
+        self._results: OrderedDict[tuple[int, ...], tuple[str, str]] = OrderedDict()
         self._answers: tuple[str, ...] = ()
 
     def __getstate__(self) -> dict[str, Any]:
-        # a copy starts with an empty cache: passages travel as corpus rows, not as text
-        return {"capacity": self.capacity, "_rows": OrderedDict(), "_answers": self._answers}
+        # a copy starts with empty caches: passages travel as corpus rows, not as text
+        return {"capacity": self.capacity, "_rows": OrderedDict(), "_results": OrderedDict(),
+                "_answers": self._answers}  # fmt: skip
 
     def set_answers(self, golden: Sequence[str]) -> None:
         self._answers = tuple(normalize_answer(answer) for answer in golden)
@@ -243,7 +265,7 @@ class PassageLines:
         entry = rows.get(hit.index)
         if entry is None:
             body = passage_body(hit.passage.contents)
-            entry = rows[hit.index] = [body, " ".join(body.split()), None]
+            entry = rows[hit.index] = [body, collapsed_body(body), None]
             if len(rows) > self.capacity:
                 rows.popitem(last=False)
         else:
@@ -252,20 +274,29 @@ class PassageLines:
 
     def information(self, hits: Sequence[Any]) -> tuple[str, str]:
         """The observation after a search and its ``obs_key``."""
+        results = self._results
+        rows = tuple([hit.index for hit in hits])
+        result = results.get(rows)
+        if result is not None:
+            results.move_to_end(rows)
+            return result
         entries = [self._entry(hit) for hit in hits]
-        lines = "".join(f"Doc {i + 1}{entry[0]}" for i, entry in enumerate(entries))
-        collapsed = " ".join(f"Doc {i + 1}{entry[1]}" for i, entry in enumerate(entries))
+        lines = "".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
+        collapsed = " ".join([f"Doc {i}{entry[1]}" for i, entry in enumerate(entries, 1)])
         key = text_digest(f"<information>{collapsed}</information>")
-        return f"\n\n<information>{lines.strip()}</information>\n\n", key
+        result = results[rows] = (f"\n\n<information>{lines.strip()}</information>\n\n", key)
+        if len(results) > self.capacity:
+            results.popitem(last=False)
+        return result
 
     def answer_found(self, hits: Sequence[Any]) -> bool:
         """Whether a golden answer occurs in the normalised information lines."""
         parts = []
-        for i, hit in enumerate(hits):
+        for i, hit in enumerate(hits, 1):
             entry = self._entry(hit)
             if entry[2] is None:
                 entry[2] = normalize_answer(entry[0])
-            parts.append(f"doc {i + 1}{entry[2]}")
+            parts.append(f"doc {i}{entry[2]}")
         text = " ".join(parts)
         return any(answer in text for answer in self._answers)
 
@@ -535,8 +566,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         evidence = self._evidence_rows
         if not evidence:
             return {"retrieval": 1.0 if self._answer_seen else 0.0}
-        found = sum(1 for row in evidence if row in self._retrieved)
-        return {"retrieval": found / len(evidence)}
+        return {"retrieval": sum(map(self._retrieved.__contains__, evidence)) / len(evidence)}
 
     def _state_key_data(self) -> Any:
         data: list[Any] = [self.task_id, sorted(self._retrieved), self._searches]
