@@ -152,6 +152,7 @@ PRESETS: dict[str, dict[str, float]] = {
 # Search-R1's qa_em_format scores (v0.3 scripts: structure 0.2, final 0.1, retrieval 0).
 SEARCH_R1_SCORES = {"score": 1.0, "structure_format": 0.2, "final_format": 0.1, "retrieval": 0.0}
 SEARCH_R1_TRAIN = ("nq", "hotpotqa")
+EMPTY_TEXT_KEY = text_key("")
 
 
 def prompt_for(question: str) -> str:
@@ -391,6 +392,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         # paper presets and by the retrieval potential of questions without gold evidence.
         self._tracks_sequence = reward_preset == "search-r1"
         self._matches_answers = False
+        self._evidence_ids: tuple[str, ...] = ()  # the question's (a property that builds them)
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
         self._keyed: tuple[bytes, str] | None = None  # the last state key's canonical bytes and its digest
@@ -464,7 +466,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     def _start(self, task: Question) -> None:
         self.question = task
         self._prompt = prompt_for(task.question)
-        self._evidence_rows = tuple(int(passage) for passage in task.evidence)
+        self._evidence_ids = task.evidence
+        self._evidence_rows = tuple(int(passage) for passage in self._evidence_ids)
         self._matches_answers = self.reward_preset != "agentenvs" or not self._evidence_rows
         self._normalized_golden = frozenset(normalize_answer(answer) for answer in task.golden_answers)
         if self._matches_answers:
@@ -472,6 +475,11 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._clear_episode()
 
     def _parse_action(self, action: str) -> SearchAction:
+        # what the protocol makes of a tagged action, read as BARE_PATTERN reads it: ``kind[`` first,
+        # ``]`` last, nothing around them
+        for kind in ("search", "answer"):
+            if action.startswith(kind) and action.startswith("[", 6) and action.endswith("]"):
+                return SearchAction(kind, action[7:-1].strip())
         bare = BARE_PATTERN.match(action)
         if bare is None:
             raise InvalidAction(f"not a search or answer action: {action[:100]!r}")
@@ -545,6 +553,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return text
 
     def _observation_key(self, text: str) -> str:
+        if not text:
+            return EMPTY_TEXT_KEY  # an answer turn's
         if self._information is not None and text == self._information[0]:
             return self._information[1]
         return text_key(text)
@@ -604,7 +614,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             return None
         return {
             "golden_answers": list(self.question.golden_answers),
-            "evidence": list(self.question.evidence),
+            "evidence": list(self._evidence_ids),
             "hops": [list(hop) for hop in self.question.hops],
         }
 
