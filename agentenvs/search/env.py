@@ -205,15 +205,25 @@ class CorpusHit:
         return self._corpus[self.index]
 
 
+# ASCII whitespace besides the space: what str.split() splits on below code 128
+OTHER_ASCII_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
+
+
 def collapsed_body(body: str) -> str:
     """``" ".join(body.split())`` of a :func:`passage_body`, without splitting the common body.
 
-    A body starts with ``(Title:`` and ends with one newline; when what is before that newline is
-    printable (so holds no whitespace but the space: every other whitespace character is
-    non-printable), has no two spaces in a row and does not end with one, it is already collapsed.
+    A body starts with ``(Title:`` and ends with one newline; what is before that newline is already
+    collapsed when it holds no whitespace but the space (ASCII text: none of
+    :data:`OTHER_ASCII_WHITESPACE`; other text: printable, as every other whitespace character is
+    non-printable), no two spaces in a row, and does not end with one.
     """
     inner = body[:-1]
-    if inner.isprintable() and "  " not in inner and not inner.endswith(" "):
+    if inner.isascii():
+        encoded = inner.encode()
+        spaces_only = len(encoded.translate(None, OTHER_ASCII_WHITESPACE)) == len(encoded)
+    else:
+        spaces_only = inner.isprintable()
+    if spaces_only and "  " not in inner and not inner.endswith(" "):
         return inner
     return " ".join(body.split())
 
@@ -547,7 +557,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return float(self._correct)
 
     def _turn_observation(self, outcomes: list[StepOutcome]) -> str:
-        text = "".join(outcome.feedback for outcome in outcomes)
+        text = "".join([outcome.feedback for outcome in outcomes])
         if self._tracks_sequence:
             self._sequence.feed(text)
         return text
