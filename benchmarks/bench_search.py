@@ -12,10 +12,10 @@ run unchanged). The retriever's query cache is cleared before every pass, so
 both sides search the same queries cold. Passes alternate ours / GEM's
 ``--repeats`` times; the table gives the median turns/s of each and the
 median and lowest ratio of the pairs (agentenvs ÷ GEM, ≥ 1 = ours is
-cheaper). agentenvs keeps each retrieved corpus row's information line from
-pass to pass (as it does from episode to episode); a third pass in each
-round clears those lines first (``clear_passage_lines``), and its ratio is
-the "cold lines" column. Reset cost is timed apart (GEM's reset samples a dataset row;
+cheaper). agentenvs keeps each retrieved corpus row's information line, and
+each result's information text and obs_key, from pass to pass (as it does
+from episode to episode); a third pass in each round clears them first
+(``clear_passage_lines``), and its ratio is the "cold lines" column. Reset cost is timed apart (GEM's reset samples a dataset row;
 putting GEM on the same question afterwards, through its ``set_state``,
 stays outside the clock).
 

@@ -632,7 +632,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return "Search with <search> query </search> or answer with <answer> text </answer>."
 
     def clear_passage_lines(self) -> None:
-        """Forget the passage lines kept across episodes, as in a fresh env (the retriever keeps its cache)."""
+        """Forget the passage lines and results kept across episodes, as in a fresh env (the retriever
+        keeps its cache)."""
         self._passages = PassageLines(self._passages.capacity)
 
     @property
