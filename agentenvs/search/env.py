@@ -105,9 +105,8 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -322,8 +321,9 @@ def search_r1_score(correct: bool, valid_sequence: bool, retrieval_correct: bool
     return s["final_format"]
 
 
-@dataclass(frozen=True)
-class SearchAction:
+class SearchAction(NamedTuple):
+    """One primitive: a search for ``content`` or an answer ``content`` (a named tuple: made every turn)."""
+
     kind: str  # "search" or "answer"
     content: str
 
@@ -406,6 +406,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
         self._keyed: tuple[bytes, str] | None = None  # the last state key's canonical bytes and its digest
+        self._task_id_bytes: tuple[str | None, bytes] = (None, b"")  # the task id and its canonical bytes
         self._passages = PassageLines()
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
@@ -601,8 +602,10 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         and the task id, the sorted rows, the search count, then the preset's part (encoded in general)."""
         data = self._state_key_data()
         extra = data[3:]
+        if self._task_id_bytes[0] != self.task_id:
+            self._task_id_bytes = (self.task_id, canonical_bytes(self.task_id))
         encoded = b"".join((
-            b"l%d:" % len(data), canonical_bytes(self.task_id), int_list_bytes(data[1]), b"i%d;" % self._searches,
+            b"l%d:" % len(data), self._task_id_bytes[1], int_list_bytes(data[1]), b"i%d;" % self._searches,
             canonical_bytes(extra[0]) if extra else b"",
         ))  # fmt: skip
         # an answer turn leaves the information state as it was: its key is not hashed again
