@@ -175,7 +175,8 @@ def browser_thread() -> _BrowserThread:
 
 
 class RenderFailed(RuntimeError):
-    """A page could not be rendered: its script reported an error, or its page crashed twice in a row."""
+    """A page could not be rendered: its script reported an error, it took longer than
+    :data:`RENDER_TIMEOUT_MS`, or its page crashed twice in a row."""
 
 
 # Run in an isolated world of the loaded page just before the capture, with the rules of Playwright's
@@ -427,8 +428,13 @@ class PageRenderer:
                 png = await asyncio.wait_for(self._capture(pooled, html), RENDER_TIMEOUT_MS / 1000)
             except TimeoutError:
                 await self._discard(pooled)  # its capture may still be running: the page is not reused
-                raise
+                raise RenderFailed(f"the page took longer than {RENDER_TIMEOUT_MS / 1000:g} s to render") from None
             except Exception as error:
+                from playwright.async_api import TimeoutError as LoadTimeout  # loaded with the browser
+
+                if isinstance(error, LoadTimeout):  # set_content's own limit, the same as the capture's
+                    await self._discard(pooled)
+                    raise RenderFailed(f"the page did not load within {RENDER_TIMEOUT_MS / 1000:g} s") from None
                 if pooled.usable:
                     await self._release(pooled)
                     raise
