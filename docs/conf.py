@@ -65,3 +65,5 @@ nitpick_ignore_regex = [
 html_theme = "furo"
 html_title = "agentenvs"
 html_static_path = ["_static"]
+# A favicon of the site's own: without one the browser asks for /favicon.ico and logs a 404.
+html_favicon = "_static/favicon.svg"

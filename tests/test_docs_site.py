@@ -290,6 +290,7 @@ def open_checked(browser: object, url: str) -> tuple[object, object, list[str]]:
     page.on("console", lambda message: message.type == "error" and problems.append(message.text))
     page.on("pageerror", lambda error: problems.append(str(error)))
     page.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
+    page.on("response", lambda response: response.status >= 400 and problems.append(f"{response.status}: {response.url}"))
     page.goto(url, wait_until="load")
     return context, page, problems
 
