@@ -125,9 +125,9 @@ def class_role(entry_point: str) -> str:
 
 # ------------------------------------------------------------------ sections
 def docstring_section(entry_point: str) -> str:
-    """The env module's docstring (its table), rendered by autodoc without a second index entry."""
+    """The env module's docstring (its table) by autodoc: no members (the API page has them), no index."""
     module = entry_point.partition(":")[0]
-    return f"```{{eval-rst}}\n.. automodule:: {module}\n   :no-index:\n```"
+    return f"```{{eval-rst}}\n.. automodule:: {module}\n   :no-index:\n   :no-members:\n```"
 
 
 def registry_section(family: Sequence[EnvEntry]) -> str:
