@@ -209,6 +209,7 @@ def test_a_family_registered_later_gets_its_page(tmp_path: Path) -> None:
         assert written == [tmp_path / "envs" / "docs-probe.md"]
         page = written[0].read_text(encoding="utf-8")
         assert "# Docs Probe!" in page and "agentenvs/DocsProbe-v0" in page
+        assert "a family the docs never named" in page
         assert "```{include} notes/Docs-Probe.md" in page
         assert not (tmp_path / "envs" / "stale.md").exists()
         assert (tmp_path / "envs" / "handwritten.md").exists()
@@ -234,6 +235,13 @@ def test_table_cells_and_fences_hold_hostile_text() -> None:
     assert env_pages.md_cell("a|b\nc") == "`a\\|b c`"
     assert env_pages.md_cell("x`y") == "`` x`y ``"
     assert env_pages.fenced("```\ncode\n````", "text").startswith("`````text\n")
+
+
+def test_registry_prose_cannot_inject_markup() -> None:
+    text = env_pages.md_text("<script>x</script> a|b `c` *d* [e](f)\u202e\n# g")
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "\\|" in text and "\\`c\\`" in text and "\\*d\\*" in text and "\\[e\\]" in text
+    assert "\n" not in text and "\\# g" in text
 
 
 def test_transcripts_escape_what_the_env_says() -> None:

@@ -105,6 +105,13 @@ def md_cell(value: object) -> str:
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
+def md_text(value: str) -> str:
+    """Prose from the registry as Markdown text: HTML escaped (MyST passes raw HTML through), one line,
+    and the characters that would start a table cell, code, emphasis or a link escaped."""
+    text = html.escape(" ".join(value.split()), quote=False)
+    return re.sub(r"([\\`*_\[\]|#<>])", r"\\\1", text)
+
+
 def md_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
@@ -135,7 +142,7 @@ def registry_section(family: Sequence[EnvEntry]) -> str:
     rows = [
         (
             md_cell(entry.env_id),
-            entry.summary.replace("|", "\\|"),
+            md_text(entry.summary),
             md_cell(dict(entry.kwargs)) if entry.kwargs else "",
             md_cell(entry.extra) if entry.extra else "",
             md_cell(entry.expert) if entry.expert else "none",
@@ -430,8 +437,8 @@ def family_page(family: str, members: Sequence[EnvEntry], page_dir: Path) -> tup
     try:
         sections = [
             GENERATED_MARK,
-            f"# {family}",
-            mains[0].summary,
+            f"# {md_text(family)}",
+            md_text(mains[0].summary),
             "## The env" + ("s" if len(entries_by_class(members)) > 1 else ""),
             *(docstring_section(entry_point) for entry_point in entries_by_class(members)),
             "## Registry entries",
