@@ -297,12 +297,13 @@ def open_checked(browser: object, url: str) -> tuple[object, object, list[str]]:
     problems: list[str] = []
     page.on("console", lambda message: message.type == "error" and problems.append(message.text))
     page.on("pageerror", lambda error: problems.append(str(error)))
-    page.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
+    page.on("requestfailed", lambda request: problems.append(f"{request.failure}: {request.url}"))
     page.on(
         "response",
         lambda response: response.status >= 400 and problems.append(f"{response.status}: {response.url}"),
     )
-    page.goto(url, wait_until="load")
+    # every request settled (the favicon too) before the test acts: a navigation would abort it
+    page.goto(url, wait_until="networkidle")
     return context, page, problems
 
 
