@@ -1,18 +1,32 @@
-"""Miniature learning experiment: GRPO vs GiGPO from scratch on small Sokoban rooms, several seeds.
+"""Miniature learning experiment: GRPO vs GiGPO vs VinePPO from scratch on small Sokoban rooms, several seeds.
 
 Trains the tiny policy of ``baselines/configs/mini_sokoban.yaml`` with each
-estimator and each seed (same rooms, same settings; the seed changes the
-model's initialisation and the sampling), then prints per run and per
-estimator: the success rate of the last iterations, the best moving-average
-success, and the episodes needed until the moving average of the success
-rate first reaches ``--threshold``. The runs (metrics, checkpoints) go to
-``--out``; the results file ``<results>/grpo_vs_gigpo.json`` (the summary,
-every run's success curve and the settings) and the curves
-``<results>/grpo_vs_gigpo.png`` (mean over seeds, needs matplotlib) go to
-``--results``, by default ``baselines/experiments/results`` in the repo: the
-README's numbers are :func:`readme_sentence` of that file.
+advantage estimator (:data:`ESTIMATORS`) and each seed: the same rooms,
+model, sampler, optimiser and iterations; the seed changes the model's
+initialisation and the sampling. GRPO and GiGPO are that config's
+``critic_free`` algorithm (GiGPO: state anchors, gamma 0.95, omega 1);
+VinePPO is ``baselines/configs/vineppo_sokoban.yaml``, which differs from it
+only in its algorithm section: K = 4 Monte-Carlo branch rollouts per turn
+and VinePPO's own discount gamma = 1 (its paper's default, as 0.95 is
+GiGPO's); the results file records every estimator's algorithm section.
+VinePPO's branches are extra env steps and generation that GRPO and GiGPO
+do not pay for: the results file counts them per run.
 
-    python -m baselines.experiments.grpo_vs_gigpo --seeds 0 1 2 3 4 5 6 7 --out runs/mini
+Printed per run and per estimator: the success rate of the last iterations,
+the best moving-average success, and the episodes needed until the moving
+average of the success rate first reaches ``--threshold``; and each run's
+cost: wall seconds and process CPU seconds of its training (``cost.json``
+in the run's directory; a run resumed from a checkpoint is not timed), env
+steps of the trained episodes and of VinePPO's branches, and its branch
+rollouts. The runs (metrics, checkpoints, cost) go to ``--out``, and a run
+whose metrics are complete there is read back, not retrained. The results
+file ``<results>/estimators.json`` (the summary, the cost, every run's
+success curve and the settings) and the curves ``<results>/estimators.png``
+(mean over seeds, needs matplotlib) go to ``--results``, by default
+``baselines/experiments/results`` in the repo: the README's numbers are
+:func:`readme_sentence` of that file.
+
+    python -m baselines.experiments.estimators --seeds 0 1 2 3 4 5 6 7 --out runs/mini
 
 The numbers are bit-reproducible on any x86-64 machine with AVX2: a float's
 rounding depends on which CPU kernels torch dispatches (ATen's vector width,
@@ -33,7 +47,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +57,30 @@ import numpy as np
 import torch
 
 from baselines.metrics import read_jsonl
-from baselines.trainers.config import load_config
+from baselines.trainers.config import TrainConfig, load_config
 from baselines.trainers.run import train
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mini_sokoban.yaml"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-RESULTS_NAME = "grpo_vs_gigpo"
+RESULTS_NAME = "estimators"
+COST_FILE = "cost.json"
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """An advantage estimator of the experiment: its config file, the overrides that select it, its name."""
+
+    config: Path
+    overrides: tuple[str, ...]
+    label: str
+
+
+# Only the algorithm sections differ (tests/test_baselines_experiment.py checks the rest).
+ESTIMATORS = {
+    "grpo": Estimator(CONFIGS / "mini_sokoban.yaml", ("algorithm.estimator=grpo",), "GRPO"),
+    "gigpo": Estimator(CONFIGS / "mini_sokoban.yaml", ("algorithm.estimator=gigpo",), "GiGPO"),
+    "vineppo": Estimator(CONFIGS / "vineppo_sokoban.yaml", (), "VinePPO"),
+}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED_ENVIRONMENT = {
     "ATEN_CPU_CAPABILITY": "avx2",
@@ -119,7 +153,7 @@ def run_pinned(argv: Sequence[str]) -> int:
     """Run this experiment with ``argv`` in a child process started with :data:`PINNED_ENVIRONMENT`."""
     environ = {**os.environ, **PINNED_ENVIRONMENT}
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "baselines.experiments.grpo_vs_gigpo", *argv]
+    command = [sys.executable, "-m", "baselines.experiments.estimators", *argv]
     return subprocess.run(command, env=environ, check=False).returncode
 
 
@@ -170,26 +204,89 @@ def summarise(
     return summary
 
 
+def estimator_config(
+    estimator: str, seed: int, run_dir: Path, extra: Sequence[str] = (), iterations: int | None = None
+) -> TrainConfig:
+    """The training config of one run: the estimator's config file and overrides, then ``extra``."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator!r}; estimators: {sorted(ESTIMATORS)}")
+    spec = ESTIMATORS[estimator]
+    overrides = [*spec.overrides, f"run.seed={seed}", f"run.out_dir={run_dir}", *extra]
+    if iterations is not None:
+        overrides.append(f"run.iterations={iterations}")
+    overrides.append(f"policy.num_threads={PINNED_TORCH_THREADS}")
+    return load_config(spec.config, overrides)
+
+
+def train_or_read(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """A run's metrics records and its times (None: not timed), training it unless its metrics are complete.
+
+    The times are the wall seconds (``time.perf_counter``) and the process's CPU
+    seconds (``time.process_time``: every thread of the process, and the
+    in-process envs) of one uninterrupted ``train`` call from iteration 0,
+    kept in the run's ``cost.json``; a run resumed from a checkpoint is not timed.
+    """
+    run_dir = Path(config.run.out_dir)
+    metrics, cost_file = run_dir / "metrics.jsonl", run_dir / COST_FILE
+    if metrics.exists() and len(read_jsonl(metrics)) >= config.run.iterations:
+        times = json.loads(cost_file.read_text(encoding="utf-8")) if cost_file.exists() else None
+        return read_jsonl(metrics), times
+    resume = (run_dir / "checkpoint.pt").exists()
+    cost_file.unlink(missing_ok=True)
+    load_before = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    train(config, resume=resume)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if resume:
+        return read_jsonl(metrics), None
+    times = {"wall_s": wall, "cpu_s": cpu, "load_average_1min": [load_before, os.getloadavg()[0]]}
+    cost_file.write_text(json.dumps(times, indent=2) + "\n", encoding="utf-8")
+    return read_jsonl(metrics), times
+
+
+def run_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """The deterministic cost of one run, summed over its iterations.
+
+    ``env_steps`` = Σ episodes × mean turns of the trained episodes;
+    ``branch_rollouts`` and ``branch_env_steps`` = Σ ``vine/rollouts`` and
+    Σ ``vine/env_steps`` (VinePPO's K rollouts per turn; 0 for the others);
+    ``all_env_steps`` is their sum.
+    """
+    env_steps = sum(round(r["episodes"] * r["turns"]) for r in records)
+    branch_rollouts = sum(int(r.get("vine/rollouts", 0)) for r in records)
+    branch_env_steps = sum(int(r.get("vine/env_steps", 0)) for r in records)
+    return {
+        "env_steps": env_steps,
+        "branch_rollouts": branch_rollouts,
+        "branch_env_steps": branch_env_steps,
+        "all_env_steps": env_steps + branch_env_steps,
+    }
+
+
+def summarise_cost(costs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Per estimator: every run's counts and times, the mean counts, and the mean times over its timed runs."""
+    summary = {}
+    for estimator, by_seed in costs.items():
+        timed = [seed for seed, cost in by_seed.items() if cost["wall_s"] is not None]
+        block: dict[str, Any] = {"seeds": by_seed, "timed_seeds": timed}
+        for count in ("env_steps", "branch_rollouts", "branch_env_steps", "all_env_steps"):
+            block[f"mean_{count}"] = float(np.mean([cost[count] for cost in by_seed.values()]))
+        for clock in ("wall_s", "cpu_s"):
+            block[f"mean_{clock}"] = float(np.mean([by_seed[s][clock] for s in timed])) if timed else None
+        summary[estimator] = block
+    return summary
+
+
 def readme_sentence(results: dict[str, Any]) -> str:
     """The README's sentence about the experiment, from its results file."""
-    gigpo, grpo = results["estimators"]["gigpo"], results["estimators"]["grpo"]
-    seeds = len(gigpo["seeds"])
-    faster = sum(
-        a is not None and (b is None or a < b)
-        for a, b in (
-            (gigpo["seeds"][seed]["episodes_to_threshold"], grpo["seeds"][seed]["episodes_to_threshold"])
-            for seed in gigpo["seeds"]
-        )
-    )
-    higher = sum(
-        gigpo["seeds"][seed]["final_success"] > grpo["seeds"][seed]["final_success"]
-        for seed in gigpo["seeds"]
-    )
+    estimators = results["estimators"]
+    seeds = len(next(iter(estimators.values()))["seeds"])
 
-    def episodes(block: dict[str, Any]) -> str:
-        mean = block["mean_episodes_to_threshold_of_those"]
-        reached = f"{block['runs_reaching_threshold']} of {seeds} runs"
-        return f"{mean:,.0f} ({reached})" if mean is not None else f"not reached ({reached})"
+    def label(estimator: str) -> str:
+        algorithm = results["algorithms"][estimator]
+        if "mc_rollouts" in algorithm:
+            return f"{ESTIMATORS[estimator].label} (K = {algorithm['mc_rollouts']})"
+        return ESTIMATORS[estimator].label
 
     def spread(block: dict[str, Any]) -> str:
         return (
@@ -197,14 +294,47 @@ def readme_sentence(results: dict[str, Any]) -> str:
             f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f})"
         )
 
+    def episodes(block: dict[str, Any]) -> str:
+        mean = block["mean_episodes_to_threshold_of_those"]
+        reached = f"{block['runs_reaching_threshold']} of {len(block['seeds'])} runs"
+        return f"{mean:,.0f} ({reached})" if mean is not None else f"not reached ({reached})"
+
+    def cost(estimator: str) -> str:
+        block = results["cost"][estimator]
+        if block["mean_wall_s"] is None:
+            clocks = "not timed"
+        else:
+            timed = len(block["timed_seeds"])
+            clocks = f"{block['mean_wall_s']:,.0f} s wall / {block['mean_cpu_s']:,.0f} s CPU" + (
+                "" if timed == seeds else f" (timed on {timed} of {seeds} seeds)"
+            )
+        steps = f"{block['mean_all_env_steps']:,.0f} env steps"
+        if block["mean_branch_rollouts"]:
+            steps += (
+                f" ({block['mean_branch_env_steps']:,.0f} of them in "
+                f"{block['mean_branch_rollouts']:,.0f} branch rollouts)"
+            )
+        return f"{label(estimator)} {clocks}, {steps}"
+
+    names = list(estimators)
     return (
-        f"mean final success ± std over seeds GiGPO {spread(gigpo)} vs GRPO {spread(grpo)} "
-        f"(GiGPO higher on {higher} of {seeds} seeds); episodes to {results['threshold']} success: "
-        f"GiGPO {episodes(gigpo)} vs GRPO {episodes(grpo)}, GiGPO faster on {faster} of {seeds} seeds"
+        f"mean final success ± std over {seeds} seeds "
+        + ", ".join(f"{label(e)} {spread(estimators[e])}" for e in names)
+        + f"; episodes to {results['threshold']} success: "
+        + ", ".join(f"{label(e)} {episodes(estimators[e])}" for e in names)
+        + "; per run: "
+        + ", ".join(cost(e) for e in names)
     )
 
 
+def mean_curve(by_seed: dict[int, list[dict[str, Any]]], window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per iteration, the mean and std over seeds of the moving-average success."""
+    curves = np.array([moving_average([r["success"] for r in records], window) for records in by_seed.values()])
+    return curves.mean(0), curves.std(0)
+
+
 def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: int) -> Path | None:
+    """Mean success over seeds (band: ± std) against episodes trained on and against all env steps."""
     try:
         import matplotlib
     except ImportError:
@@ -212,18 +342,25 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for estimator, by_seed in runs.items():
-        curves = np.array(
-            [moving_average([r["success"] for r in records], window) for records in by_seed.values()]
-        )
+        mean, std = mean_curve(by_seed, window)
         episodes = [r["episodes_seen"] for r in next(iter(by_seed.values()))]
-        axis.plot(episodes, curves.mean(0), label=f"{estimator} (mean of {len(curves)} seeds)")
-        axis.fill_between(episodes, curves.min(0), curves.max(0), alpha=0.2)
-    axis.set_xlabel("episodes")
-    axis.set_ylabel(f"success rate (moving average, {window} iterations)")
-    axis.grid(alpha=0.3)
-    axis.legend()
+        # all env steps per iteration (trained episodes and branches), mean over seeds, cumulated
+        steps = np.cumsum(
+            np.mean([[run_counts([r])["all_env_steps"] for r in records] for records in by_seed.values()], 0)
+        )
+        label = f"{ESTIMATORS[estimator].label} (mean ± std of {len(by_seed)} seeds)"
+        for axis, x in zip(axes, (episodes, steps)):
+            (line,) = axis.plot(x, mean, label=label)
+            axis.fill_between(x, np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1), alpha=0.2, color=line.get_color())
+    axes[0].set_xlabel("episodes trained on")
+    axes[1].set_xlabel("env steps, VinePPO's branch rollouts included")
+    axes[1].set_xscale("log")
+    axes[0].set_ylabel(f"success rate (moving average, {window} iterations)")
+    for axis in axes:
+        axis.grid(alpha=0.3)
+    axes[0].legend()
     figure.tight_layout()
     path = out / f"{RESULTS_NAME}.png"
     figure.savefig(path, dpi=120)
@@ -231,15 +368,34 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
     return path
 
 
+def print_table(summary: dict[str, Any], cost: dict[str, Any], threshold: float, window: int) -> None:
+    print(f"\nsuccess threshold {threshold} (moving average over {window} iterations)")
+    header = f"{'estimator':10s} {'seed':>4s} {'final':>7s} {'best':>7s} {'episodes to threshold':>22s}"
+    print(f"{header} {'wall s':>8s} {'CPU s':>8s} {'env steps':>10s} {'branches':>9s}")
+    for estimator, block in summary["estimators"].items():
+        for seed, stats in block["seeds"].items():
+            reached = stats["episodes_to_threshold"]
+            spent = cost[estimator]["seeds"][seed]
+            clocks = "".join(f" {spent[c]:8.0f}" if spent[c] is not None else f" {'-':>8s}" for c in ("wall_s", "cpu_s"))
+            print(
+                f"{estimator:10s} {seed:>4d} {stats['final_success']:7.3f} {stats['best_smoothed_success']:7.3f} "
+                f"{reached if reached is not None else 'not reached':>22}{clocks} {spent['all_env_steps']:10d} "
+                f"{spent['branch_rollouts']:9d}"
+            )
+        print(
+            f"{estimator:10s} {'mean':>4s} {block['mean_final_success']:7.3f} {'':7s} "
+            f"{block['runs_reaching_threshold']}/{len(block['seeds'])} runs, mean {block['mean_episodes_to_threshold_of_those']}"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG))
-    parser.add_argument("--estimators", nargs="+", default=["grpo", "gigpo"])
+    parser.add_argument("--estimators", nargs="+", choices=sorted(ESTIMATORS), default=list(ESTIMATORS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
-    parser.add_argument("--iterations", type=int, default=None, help="override the config's iterations")
+    parser.add_argument("--iterations", type=int, default=None, help="override the configs' iterations")
     parser.add_argument("--threshold", type=float, default=0.4)
     parser.add_argument("--window", type=int, default=5)
-    parser.add_argument("--out", default="runs/mini", help="the runs' metrics and checkpoints")
+    parser.add_argument("--out", default="runs/mini", help="the runs' metrics, checkpoints and cost")
     parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     args = parser.parse_args(argv)
@@ -249,52 +405,40 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     out = Path(args.out)
     runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    costs: dict[str, dict[int, dict[str, Any]]] = {}
+    algorithms: dict[str, dict[str, Any]] = {}
     for estimator in args.estimators:
         for seed in args.seeds:
-            run_dir = out / f"{estimator}-s{seed}"
-            overrides = [
-                f"algorithm.estimator={estimator}",
-                f"run.seed={seed}",
-                f"run.out_dir={run_dir}",
-                *args.set,
-            ]
-            if args.iterations is not None:
-                overrides.append(f"run.iterations={args.iterations}")
-            overrides.append(f"policy.num_threads={PINNED_TORCH_THREADS}")
-            config = load_config(args.config, overrides)
-            if (run_dir / "metrics.jsonl").exists() and len(
-                read_jsonl(run_dir / "metrics.jsonl")
-            ) >= config.run.iterations:
-                records = read_jsonl(run_dir / "metrics.jsonl")
-            else:
-                train(config, resume=(run_dir / "checkpoint.pt").exists())
-                records = read_jsonl(run_dir / "metrics.jsonl")
+            config = estimator_config(estimator, seed, out / f"{estimator}-s{seed}", args.set, args.iterations)
+            algorithms[estimator] = config.to_dict()["algorithm"]
+            records, times = train_or_read(config)
             runs.setdefault(estimator, {})[seed] = records
+            costs.setdefault(estimator, {})[seed] = {
+                **run_counts(records),
+                "wall_s": times["wall_s"] if times else None,
+                "cpu_s": times["cpu_s"] if times else None,
+                "load_average_1min": times["load_average_1min"] if times else None,
+            }
             smoothed = moving_average([r["success"] for r in records], args.window)
             print(
-                f"{estimator:6s} seed {seed}: final success {smoothed[-1]:.3f}  best {smoothed.max():.3f}",
+                f"{estimator:7s} seed {seed}: final success {smoothed[-1]:.3f}  best {smoothed.max():.3f}",
                 flush=True,
             )
 
     summary = summarise(runs, args.threshold, args.window)
+    cost = summarise_cost(costs)
     results_dir = Path(args.results)
     results_dir.mkdir(parents=True, exist_ok=True)
+    command = ["--estimators", *args.estimators, "--seeds", *map(str, args.seeds)]
+    command += ["--threshold", str(args.threshold), "--window", str(args.window)]
     results = {
-        "command": "python -m baselines.experiments.grpo_vs_gigpo "
-        + " ".join(
-            [
-                "--seeds",
-                *map(str, args.seeds),
-                "--threshold",
-                str(args.threshold),
-                "--window",
-                str(args.window),
-            ]
-        ),
-        "config": Path(args.config).name,
+        "command": "python -m baselines.experiments.estimators " + " ".join(command),
+        "configs": {estimator: ESTIMATORS[estimator].config.name for estimator in args.estimators},
         "overrides": args.set + ([f"run.iterations={args.iterations}"] if args.iterations is not None else []),
+        "algorithms": algorithms,
         "numerics": numerics,
         **summary,
+        "cost": cost,
         "episodes_per_iteration": int(runs[args.estimators[0]][args.seeds[0]][0]["episodes_seen"]),
         "success_curves": {
             estimator: {str(seed): [r["success"] for r in records] for seed, records in by_seed.items()}
@@ -303,22 +447,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     results_path = results_dir / f"{RESULTS_NAME}.json"
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(f"\nsuccess threshold {args.threshold} (moving average over {args.window} iterations)")
-    print(f"{'estimator':10s} {'seed':>4s} {'final':>7s} {'best':>7s} {'episodes to threshold':>22s}")
-    for estimator, block in summary["estimators"].items():
-        for seed, stats in block["seeds"].items():
-            reached = stats["episodes_to_threshold"]
-            print(
-                f"{estimator:10s} {seed:>4d} {stats['final_success']:7.3f} {stats['best_smoothed_success']:7.3f} {reached if reached is not None else 'not reached':>22}"
-            )
-        print(
-            f"{estimator:10s} {'mean':>4s} {block['mean_final_success']:7.3f} {'':7s} "
-            f"{block['runs_reaching_threshold']}/{len(block['seeds'])} runs, mean {block['mean_episodes_to_threshold_of_those']}"
-        )
+    print_table(summary, cost, args.threshold, args.window)
     figure = plot(runs, results_dir, args.window)
     print(f"results: {results_path}" + (f", curves: {figure}" if figure else ""))
-    if set(runs) >= {"grpo", "gigpo"}:
-        print(f"README: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}")
+    print(f"README: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}")
     return 0
 
 
