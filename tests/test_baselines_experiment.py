@@ -91,19 +91,62 @@ def test_the_results_file_counts_what_each_estimator_paid_for():
         k = results["algorithms"][estimator].get("mc_rollouts", 0)
         seeds = block["seeds"]
         assert set(seeds) == set(results["estimators"][estimator]["seeds"])
-        for cost in seeds.values():
+        counted, timed = block["counted_seeds"], block["timed_seeds"]
+        assert timed and set(timed) <= set(counted), f"no {estimator} run was timed"
+        carried = results["from_earlier_results"][estimator]
+        assert sorted(carried + counted) == sorted(map(int, seeds))  # a run is retrained or carried over
+        for seed, cost in seeds.items():
+            if int(seed) in carried:
+                assert all(cost[key] is None for key in cost), "a carried-over run was neither counted nor timed"
+                continue
             assert cost["branch_rollouts"] == k * cost["env_steps"]
             assert cost["all_env_steps"] == cost["env_steps"] + cost["branch_env_steps"]
             assert cost["branch_env_steps"] >= cost["branch_rollouts"]  # a rollout takes at least one step
         for count in ("env_steps", "branch_rollouts", "branch_env_steps", "all_env_steps"):
-            assert block[f"mean_{count}"] == pytest.approx(sum(c[count] for c in seeds.values()) / len(seeds))
-        timed = block["timed_seeds"]
-        assert timed, f"no {estimator} run was timed"
-        assert all(seeds[seed]["wall_s"] is None for seed in seeds if int(seed) not in timed)
+            mean = sum(seeds[str(s)][count] for s in counted) / len(counted)
+            assert block[f"mean_{count}"] == pytest.approx(mean)
         for clock in ("wall_s", "cpu_s"):
             assert all(seeds[str(seed)][clock] > 0 for seed in timed)
             assert block[f"mean_{clock}"] == pytest.approx(sum(seeds[str(s)][clock] for s in timed) / len(timed))
     assert results["cost"]["vineppo"]["mean_all_env_steps"] > 4 * results["cost"]["gigpo"]["mean_all_env_steps"]
+
+
+def test_runs_carried_over_from_an_earlier_file_must_agree_with_the_runs_retrained(tmp_path):
+    """A run found complete under --out is checked against the earlier file's curve; the others are carried."""
+    committed = load_results()
+    earlier = {
+        "numerics": committed["numerics"],
+        "episodes_per_iteration": 64,
+        "estimators": {"grpo": {"seeds": {s: {"singleton_share": 0.25} for s in ("0", "1")}}},
+        "success_curves": {"grpo": {"0": [0.125, 0.5], "1": [0.25, 0.75]}},
+    }
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+
+    def run_with_seed_0_succeeding(successes):
+        run = tmp_path / "runs" / "grpo-s0"
+        run.mkdir(parents=True, exist_ok=True)
+        records = [
+            {"success": s, "episodes_seen": 64 * (i + 1), "anchor/singleton_share": 0.25, "episodes": 64.0, "turns": 4.0}
+            for i, s in enumerate(successes)
+        ]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        command = [sys.executable, "-m", "baselines.experiments.estimators", "--estimators", "grpo"]
+        command += ["--seeds", "0", "1", "--iterations", "2", "--window", "1", "--out", str(tmp_path / "runs")]
+        command += ["--results", str(tmp_path / "results"), "--earlier", str(tmp_path / "earlier.json")]
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        environ = {**os.environ, **PINNED_ENVIRONMENT, "PYTHONPATH": path}  # pinned: no second process
+        return subprocess.run(command, env=environ, cwd=ROOT, capture_output=True, text=True)
+
+    drifted = run_with_seed_0_succeeding([0.125, 0.625])
+    assert drifted.returncode != 0 and "does not reproduce the success curve" in drifted.stderr
+    agreed = run_with_seed_0_succeeding([0.125, 0.5])
+    assert agreed.returncode == 0, agreed.stderr
+    results = json.loads((tmp_path / "results" / f"{RESULTS_NAME}.json").read_text())
+    assert results["from_earlier_results"] == {"grpo": [1]}
+    assert results["success_curves"]["grpo"] == earlier["success_curves"]["grpo"]
+    assert results["cost"]["grpo"]["seeds"]["0"]["env_steps"] == 2 * 64 * 4
+    assert results["cost"]["grpo"]["seeds"]["1"]["env_steps"] is None
+    assert results["estimators"]["grpo"]["seeds"]["1"]["final_success"] == 0.75
 
 
 def test_run_counts_sums_trained_and_branch_steps():
@@ -137,6 +180,9 @@ def test_an_unknown_estimator_is_a_clear_error(tmp_path):
 
     with pytest.raises(SystemExit):
         experiment.main(["--estimators", "ppo"])
+    for bad in ("ppo=0", "vineppo=", "vineppo=0,,1", "vineppo=-1", "vineppo=1.5", "vineppo=\u0663"):
+        with pytest.raises(SystemExit):  # argparse's usage error, before any training
+            experiment.main(["--estimators", "grpo", "vineppo", "--seeds-of", bad])
 
 
 def test_the_sentence_says_which_runs_were_not_timed():

@@ -45,6 +45,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -64,6 +65,7 @@ CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_NAME = "estimators"
 COST_FILE = "cost.json"
+COUNTS = ("env_steps", "branch_rollouts", "branch_env_steps", "all_env_steps")
 
 
 @dataclass(frozen=True)
@@ -263,14 +265,33 @@ def run_counts(records: Sequence[dict[str, Any]]) -> dict[str, int]:
     }
 
 
+def earlier_records(results: dict[str, Any], estimator: str, seed: int) -> list[dict[str, Any]] | None:
+    """One run's records rebuilt from an earlier results file (None: the file lacks the run).
+
+    The file keeps a run's success per iteration and its mean singleton share, so
+    the records hold those and ``episodes_seen``; not the episodes' turns, so the
+    run's steps are not counted (:func:`run_counts` needs them).
+    """
+    curve = results.get("success_curves", {}).get(estimator, {}).get(str(seed))
+    if curve is None:
+        return None
+    share = results["estimators"][estimator]["seeds"][str(seed)]["singleton_share"]
+    per_iteration = results["episodes_per_iteration"]
+    return [
+        {"success": success, "episodes_seen": (i + 1) * per_iteration, "anchor/singleton_share": share}
+        for i, success in enumerate(curve)
+    ]
+
+
 def summarise_cost(costs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
-    """Per estimator: every run's counts and times, the mean counts, and the mean times over its timed runs."""
+    """Per estimator: every run's counts and times, their means over the runs counted and over those timed."""
     summary = {}
     for estimator, by_seed in costs.items():
+        counted = [seed for seed, cost in by_seed.items() if cost["env_steps"] is not None]
         timed = [seed for seed, cost in by_seed.items() if cost["wall_s"] is not None]
-        block: dict[str, Any] = {"seeds": by_seed, "timed_seeds": timed}
-        for count in ("env_steps", "branch_rollouts", "branch_env_steps", "all_env_steps"):
-            block[f"mean_{count}"] = float(np.mean([cost[count] for cost in by_seed.values()]))
+        block: dict[str, Any] = {"seeds": by_seed, "counted_seeds": counted, "timed_seeds": timed}
+        for count in COUNTS:
+            block[f"mean_{count}"] = float(np.mean([by_seed[s][count] for s in counted])) if counted else None
         for clock in ("wall_s", "cpu_s"):
             block[f"mean_{clock}"] = float(np.mean([by_seed[s][clock] for s in timed])) if timed else None
         summary[estimator] = block
@@ -280,7 +301,6 @@ def summarise_cost(costs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any
 def readme_sentence(results: dict[str, Any]) -> str:
     """The README's sentence about the experiment, from its results file."""
     estimators = results["estimators"]
-    seeds = len(next(iter(estimators.values()))["seeds"])
 
     def label(estimator: str) -> str:
         algorithm = results["algorithms"][estimator]
@@ -291,7 +311,7 @@ def readme_sentence(results: dict[str, Any]) -> str:
     def spread(block: dict[str, Any]) -> str:
         return (
             f"{block['mean_final_success']:.3f} ± {block['std_final_success']:.3f} "
-            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f})"
+            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f}, {len(block['seeds'])} seeds)"
         )
 
     def episodes(block: dict[str, Any]) -> str:
@@ -301,24 +321,29 @@ def readme_sentence(results: dict[str, Any]) -> str:
 
     def cost(estimator: str) -> str:
         block = results["cost"][estimator]
+        seeds = len(block["seeds"])
+
+        def on(part: str) -> str:
+            done = len(block[f"{part}_seeds"])
+            return "" if done == seeds else f" ({part} on {done} of {seeds} seeds)"
+
         if block["mean_wall_s"] is None:
             clocks = "not timed"
         else:
-            timed = len(block["timed_seeds"])
-            clocks = f"{block['mean_wall_s']:,.0f} s wall / {block['mean_cpu_s']:,.0f} s CPU" + (
-                "" if timed == seeds else f" (timed on {timed} of {seeds} seeds)"
-            )
+            clocks = f"{block['mean_wall_s']:,.0f} s wall / {block['mean_cpu_s']:,.0f} s CPU" + on("timed")
+        if block["mean_all_env_steps"] is None:
+            return f"{label(estimator)} {clocks}, steps not counted"
         steps = f"{block['mean_all_env_steps']:,.0f} env steps"
         if block["mean_branch_rollouts"]:
             steps += (
                 f" ({block['mean_branch_env_steps']:,.0f} of them in "
                 f"{block['mean_branch_rollouts']:,.0f} branch rollouts)"
             )
-        return f"{label(estimator)} {clocks}, {steps}"
+        return f"{label(estimator)} {clocks}, {steps}{on('counted')}"
 
     names = list(estimators)
     return (
-        f"mean final success ± std over {seeds} seeds "
+        "mean final success ± std over seeds "
         + ", ".join(f"{label(e)} {spread(estimators[e])}" for e in names)
         + f"; episodes to {results['threshold']} success: "
         + ", ".join(f"{label(e)} {episodes(estimators[e])}" for e in names)
@@ -346,21 +371,25 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
     for estimator, by_seed in runs.items():
         mean, std = mean_curve(by_seed, window)
         episodes = [r["episodes_seen"] for r in next(iter(by_seed.values()))]
-        # all env steps per iteration (trained episodes and branches), mean over seeds, cumulated
-        steps = np.cumsum(
-            np.mean([[run_counts([r])["all_env_steps"] for r in records] for records in by_seed.values()], 0)
-        )
         label = f"{ESTIMATORS[estimator].label} (mean ± std of {len(by_seed)} seeds)"
-        for axis, x in zip(axes, (episodes, steps)):
-            (line,) = axis.plot(x, mean, label=label)
-            axis.fill_between(x, np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1), alpha=0.2, color=line.get_color())
+        (line,) = axes[0].plot(episodes, mean, label=label)
+        band = np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1)
+        axes[0].fill_between(episodes, *band, alpha=0.2, color=line.get_color())
+        counted = {seed: records for seed, records in by_seed.items() if "turns" in records[0]}
+        if counted:  # all env steps per iteration (trained episodes and branches), mean over the runs counted
+            steps = np.mean([[run_counts([r])["all_env_steps"] for r in records] for records in counted.values()], 0)
+            mean, std = mean_curve(counted, window)
+            axes[1].plot(np.cumsum(steps), mean, color=line.get_color(), label=f"{len(counted)} seeds counted")
+            band = np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1)
+            axes[1].fill_between(np.cumsum(steps), *band, alpha=0.2, color=line.get_color())
     axes[0].set_xlabel("episodes trained on")
     axes[1].set_xlabel("env steps, VinePPO's branch rollouts included")
     axes[1].set_xscale("log")
     axes[0].set_ylabel(f"success rate (moving average, {window} iterations)")
     for axis in axes:
         axis.grid(alpha=0.3)
-    axes[0].legend()
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend()
     figure.tight_layout()
     path = out / f"{RESULTS_NAME}.png"
     figure.savefig(path, dpi=120)
@@ -376,11 +405,14 @@ def print_table(summary: dict[str, Any], cost: dict[str, Any], threshold: float,
         for seed, stats in block["seeds"].items():
             reached = stats["episodes_to_threshold"]
             spent = cost[estimator]["seeds"][seed]
-            clocks = "".join(f" {spent[c]:8.0f}" if spent[c] is not None else f" {'-':>8s}" for c in ("wall_s", "cpu_s"))
+            spent = {
+                key: "-" if spent[key] is None else f"{spent[key]:.0f}"
+                for key in ("wall_s", "cpu_s", "all_env_steps", "branch_rollouts")
+            }
             print(
                 f"{estimator:10s} {seed:>4d} {stats['final_success']:7.3f} {stats['best_smoothed_success']:7.3f} "
-                f"{reached if reached is not None else 'not reached':>22}{clocks} {spent['all_env_steps']:10d} "
-                f"{spent['branch_rollouts']:9d}"
+                f"{reached if reached is not None else 'not reached':>22} {spent['wall_s']:>8s} {spent['cpu_s']:>8s} "
+                f"{spent['all_env_steps']:>10s} {spent['branch_rollouts']:>9s}"
             )
         print(
             f"{estimator:10s} {'mean':>4s} {block['mean_final_success']:7.3f} {'':7s} "
@@ -392,44 +424,85 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--estimators", nargs="+", choices=sorted(ESTIMATORS), default=list(ESTIMATORS))
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
+    parser.add_argument(
+        "--seeds-of",
+        action="append",
+        default=[],
+        metavar="ESTIMATOR=SEED,SEED",
+        help="this estimator's seeds instead of --seeds (repeatable)",
+    )
     parser.add_argument("--iterations", type=int, default=None, help="override the configs' iterations")
     parser.add_argument("--threshold", type=float, default=0.4)
     parser.add_argument("--window", type=int, default=5)
     parser.add_argument("--out", default="runs/mini", help="the runs' metrics, checkpoints and cost")
     parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument(
+        "--earlier",
+        default=None,
+        metavar="RESULTS_JSON",
+        help="an earlier results file: a run not complete under --out whose curve it holds is taken from it "
+        "(not retrained, so neither counted nor timed), and a run that is retrained must reproduce its curve",
+    )
     args = parser.parse_args(argv)
+    seeds_of = {estimator: list(args.seeds) for estimator in args.estimators}
+    for item in args.seeds_of:
+        name, _, listed = item.partition("=")
+        if name not in seeds_of or not re.fullmatch(r"\d+(,\d+)*", listed, flags=re.ASCII):
+            parser.error(f"--seeds-of wants one of {args.estimators}=SEED,SEED,..., got {item!r}")
+        seeds_of[name] = [int(seed) for seed in listed.split(",")]
     if not environment_is_pinned():
         return run_pinned(sys.argv[1:] if argv is None else list(argv))
     numerics = pin_numerics()
 
+    earlier = json.loads(Path(args.earlier).read_text(encoding="utf-8")) if args.earlier else {}
+    if earlier and earlier["numerics"] != numerics:
+        raise UnpinnedNumerics(f"{args.earlier} was made under other numerics: {earlier['numerics']}")
     out = Path(args.out)
     runs: dict[str, dict[int, list[dict[str, Any]]]] = {}
     costs: dict[str, dict[int, dict[str, Any]]] = {}
     algorithms: dict[str, dict[str, Any]] = {}
+    carried: list[tuple[str, int]] = []
     for estimator in args.estimators:
-        for seed in args.seeds:
+        for seed in seeds_of[estimator]:
             config = estimator_config(estimator, seed, out / f"{estimator}-s{seed}", args.set, args.iterations)
             algorithms[estimator] = config.to_dict()["algorithm"]
-            records, times = train_or_read(config)
+            kept = earlier_records(earlier, estimator, seed)
+            metrics = Path(config.run.out_dir) / "metrics.jsonl"
+            if kept is not None and not (metrics.exists() and len(read_jsonl(metrics)) >= config.run.iterations):
+                records, times, counts = kept, None, dict.fromkeys(COUNTS)
+                carried.append((estimator, seed))
+            else:
+                records, times = train_or_read(config)
+                counts = run_counts(records)
+                if kept is not None and [r["success"] for r in records] != [r["success"] for r in kept]:
+                    raise RuntimeError(
+                        f"{estimator} seed {seed} does not reproduce the success curve of {args.earlier}"
+                    )
             runs.setdefault(estimator, {})[seed] = records
             costs.setdefault(estimator, {})[seed] = {
-                **run_counts(records),
+                **counts,
                 "wall_s": times["wall_s"] if times else None,
                 "cpu_s": times["cpu_s"] if times else None,
                 "load_average_1min": times["load_average_1min"] if times else None,
             }
             smoothed = moving_average([r["success"] for r in records], args.window)
             print(
-                f"{estimator:7s} seed {seed}: final success {smoothed[-1]:.3f}  best {smoothed.max():.3f}",
+                f"{estimator:7s} seed {seed}: final success {smoothed[-1]:.3f}  best {smoothed.max():.3f}"
+                + ("  (from the earlier results file)" if (estimator, seed) in carried else ""),
                 flush=True,
             )
 
     summary = summarise(runs, args.threshold, args.window)
+    for estimator, seed in carried:  # the file's own figure: its mean over the iterations would round anew
+        share = earlier["estimators"][estimator]["seeds"][str(seed)]["singleton_share"]
+        summary["estimators"][estimator]["seeds"][seed]["singleton_share"] = share
     cost = summarise_cost(costs)
     results_dir = Path(args.results)
     results_dir.mkdir(parents=True, exist_ok=True)
     command = ["--estimators", *args.estimators, "--seeds", *map(str, args.seeds)]
+    command += [f"--seeds-of {item}" for item in args.seeds_of]
+    command += [f"--earlier {args.earlier}"] if args.earlier else []
     command += ["--threshold", str(args.threshold), "--window", str(args.window)]
     results = {
         "command": "python -m baselines.experiments.estimators " + " ".join(command),
@@ -439,7 +512,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "numerics": numerics,
         **summary,
         "cost": cost,
-        "episodes_per_iteration": int(runs[args.estimators[0]][args.seeds[0]][0]["episodes_seen"]),
+        "from_earlier_results": {
+            estimator: [seed for name, seed in carried if name == estimator] for estimator in args.estimators
+        },
+        "episodes_per_iteration": int(next(iter(runs[args.estimators[0]].values()))[0]["episodes_seen"]),
         "success_curves": {
             estimator: {str(seed): [r["success"] for r in records] for seed, records in by_seed.items()}
             for estimator, by_seed in runs.items()
