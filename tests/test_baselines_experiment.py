@@ -185,14 +185,15 @@ def test_an_unknown_estimator_is_a_clear_error(tmp_path):
             experiment.main(["--estimators", "grpo", "vineppo", "--seeds-of", bad])
 
 
-def test_the_sentence_says_which_runs_were_not_timed():
+def test_the_sentence_says_which_runs_were_timed_and_counted():
     results = load_results()
     block = results["cost"]["grpo"]
-    block["timed_seeds"] = block["timed_seeds"][:1]
-    sentence = readme_sentence(results)
-    assert f"(timed on 1 of {len(block['seeds'])} seeds)" in sentence
-    block["mean_wall_s"] = block["mean_cpu_s"] = None
-    assert "GRPO not timed" in readme_sentence(results)
+    seeds = len(block["seeds"])
+    block["timed_seeds"] = block["counted_seeds"] = [0]
+    assert f"(timed on 1 of {seeds} seeds)" in readme_sentence(results)
+    assert f"(counted on 1 of {seeds} seeds)" in readme_sentence(results)
+    block["mean_wall_s"] = block["mean_cpu_s"] = block["mean_all_env_steps"] = None
+    assert "GRPO not timed, steps not counted" in readme_sentence(results)
 
 
 @pytest.mark.slow

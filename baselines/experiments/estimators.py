@@ -19,7 +19,11 @@ cost: wall seconds and process CPU seconds of its training (``cost.json``
 in the run's directory; a run resumed from a checkpoint is not timed), env
 steps of the trained episodes and of VinePPO's branches, and its branch
 rollouts. The runs (metrics, checkpoints, cost) go to ``--out``, and a run
-whose metrics are complete there is read back, not retrained. The results
+whose metrics are complete there is read back, not retrained. With
+``--earlier FILE`` (an earlier results file), a run missing under ``--out``
+whose curve that file holds is carried over from it (neither counted nor
+timed; listed under ``from_earlier_results``), and a run that is retrained
+must reproduce that file's curve exactly. The results
 file ``<results>/estimators.json`` (the summary, the cost, every run's
 success curve and the settings) and the curves ``<results>/estimators.png``
 (mean over seeds, needs matplotlib) go to ``--results``, by default
@@ -299,7 +303,14 @@ def summarise_cost(costs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any
 
 
 def readme_sentence(results: dict[str, Any]) -> str:
-    """The README's sentence about the experiment, from its results file."""
+    """The README's sentence about the experiment, from its results file.
+
+    Per estimator: the mean ± (population) std of its runs' final success and
+    their range; the mean episodes to the threshold over the runs that reach
+    it; and per run, the mean wall and CPU seconds over its timed runs and the
+    mean env steps (and branch rollouts) over its counted runs, saying on how
+    many seeds when not on all.
+    """
     estimators = results["estimators"]
 
     def label(estimator: str) -> str:
