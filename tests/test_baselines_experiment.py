@@ -42,11 +42,10 @@ def test_readme_states_the_numbers_of_the_results_file():
     readme = re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
     results = load_results()
     assert readme_sentence(results) in readme
-    iterations = len(results["success_curves"]["gigpo"]["0"])
-    assert (
-        f"{len(results['estimators']['gigpo']['seeds'])} seeds, {iterations} iterations × {results['episodes_per_iteration']} episodes"
-        in readme
-    )
+    iterations = {len(curve) for curves in results["success_curves"].values() for curve in curves.values()}
+    assert len(iterations) == 1
+    assert f"({iterations.pop()} iterations × {results['episodes_per_iteration']} episodes per run)" in readme
+    assert f"K = {results['algorithms']['vineppo']['mc_rollouts']} rollouts of the policy" in readme
     assert (RESULTS_DIR / f"{RESULTS_NAME}.png").stat().st_size > 0
 
 

@@ -302,6 +302,11 @@ def summarise_cost(costs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any
     return summary
 
 
+def seed_count(count: int) -> str:
+    """"1 seed", "8 seeds"."""
+    return f"{count} seed" if count == 1 else f"{count} seeds"
+
+
 def readme_sentence(results: dict[str, Any]) -> str:
     """The README's sentence about the experiment, from its results file.
 
@@ -322,7 +327,7 @@ def readme_sentence(results: dict[str, Any]) -> str:
     def spread(block: dict[str, Any]) -> str:
         return (
             f"{block['mean_final_success']:.3f} ± {block['std_final_success']:.3f} "
-            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f}, {len(block['seeds'])} seeds)"
+            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f}, {seed_count(len(block['seeds']))})"
         )
 
     def episodes(block: dict[str, Any]) -> str:
@@ -332,11 +337,11 @@ def readme_sentence(results: dict[str, Any]) -> str:
 
     def cost(estimator: str) -> str:
         block = results["cost"][estimator]
-        seeds = len(block["seeds"])
+        runs = len(block["seeds"])
 
         def on(part: str) -> str:
             done = len(block[f"{part}_seeds"])
-            return "" if done == seeds else f" ({part} on {done} of {seeds} seeds)"
+            return "" if done == runs else f" ({part} on {done} of {seed_count(runs)})"
 
         if block["mean_wall_s"] is None:
             clocks = "not timed"
@@ -382,7 +387,8 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
     for estimator, by_seed in runs.items():
         mean, std = mean_curve(by_seed, window)
         episodes = [r["episodes_seen"] for r in next(iter(by_seed.values()))]
-        label = f"{ESTIMATORS[estimator].label} (mean ± std of {len(by_seed)} seeds)"
+        name = ESTIMATORS[estimator].label
+        label = f"{name} (mean ± std of {seed_count(len(by_seed))})"
         (line,) = axes[0].plot(episodes, mean, label=label)
         band = np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1)
         axes[0].fill_between(episodes, *band, alpha=0.2, color=line.get_color())
@@ -390,7 +396,7 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
         if counted:  # all env steps per iteration (trained episodes and branches), mean over the runs counted
             steps = np.mean([[run_counts([r])["all_env_steps"] for r in records] for records in counted.values()], 0)
             mean, std = mean_curve(counted, window)
-            axes[1].plot(np.cumsum(steps), mean, color=line.get_color(), label=f"{len(counted)} seeds counted")
+            axes[1].plot(np.cumsum(steps), mean, color=line.get_color(), label=f"{name} ({seed_count(len(counted))} counted)")
             band = np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1)
             axes[1].fill_between(np.cumsum(steps), *band, alpha=0.2, color=line.get_color())
     axes[0].set_xlabel("episodes trained on")
