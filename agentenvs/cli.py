@@ -58,6 +58,7 @@ from agentenvs.agents import AGENTS, AgentUnavailable
 from agentenvs.core import registration
 from agentenvs.core.env import MissingProgram
 from agentenvs.core.registration import main_ids, unavailable_reason
+from agentenvs.core.untrusted import one_line
 from agentenvs.eval.bundle import BundleError, parse_json
 from agentenvs.eval.episodes import EpisodeRecord, play_episode
 
@@ -113,10 +114,6 @@ def parse_env_kwargs(pairs: Sequence[str] | None, split: str | None) -> dict[str
     if split is not None:
         kwargs["split"] = split
     return kwargs
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
 
 
 def _note(console: Console, text: str, style: str | None = None) -> None:
@@ -248,7 +245,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         _note(
                             notes,
                             f"error: agent {agent_name} on {env_id}, episode seed {args.seed + len(records)}: "
-                            f"{type(exc).__name__}: {_one_line(exc)}",
+                            f"{type(exc).__name__}: {one_line(exc)}",
                             "red",
                         )
                         progress.advance(task, args.episodes - len(records))
@@ -411,11 +408,11 @@ def _read_records(path: Path) -> list[tuple[int, EpisodeRecord]]:
                 raise UsageError(
                     f"{path}:{line_number} is cut short: the file ends inside a record"
                 ) from None
-            raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+            raise UsageError(f"{path}:{line_number} is not an episode record: {one_line(exc)}") from None
         try:
             records.append((line_number, EpisodeRecord.from_json(data, kind="record")))
         except BundleError as exc:
-            raise UsageError(f"{path}:{line_number} is not an episode record: {_one_line(exc)}") from None
+            raise UsageError(f"{path}:{line_number} is not an episode record: {one_line(exc)}") from None
     if not records:
         raise UsageError(f"{path} holds no episode records")
     return records
@@ -657,7 +654,7 @@ def cmd_diagnose_grouping(args: argparse.Namespace) -> int:
                 on_episode=lambda: progress.advance(task),
             )
     except AgentUnavailable as exc:
-        _note(notes, f"agent {args.agent} cannot play {env_id}: {_one_line(exc)}", "red")
+        _note(notes, f"agent {args.agent} cannot play {env_id}: {one_line(exc)}", "red")
         return 1
     finally:
         env.close()
@@ -836,7 +833,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.handler(args)
     except UsageError as exc:
-        print(f"agentenvs: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"agentenvs: error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

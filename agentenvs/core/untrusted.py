@@ -40,3 +40,12 @@ def short_repr(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, saying how long it was when cut."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def one_line(exc: BaseException, limit: int | None = None) -> str:
+    """An exception's message with its whitespace runs (newlines included) made single spaces.
+
+    Cut to ``limit`` characters when given: an env's error may quote huge kwargs.
+    """
+    text = " ".join(str(exc).split())
+    return text if limit is None else text[:limit]

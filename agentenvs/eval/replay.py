@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentenvs.core.prompting import observation_text
+from agentenvs.core.untrusted import one_line
 from agentenvs.eval.bundle import same_number
 from agentenvs.eval.episodes import EpisodeRecord
 from agentenvs.vector.backends import BACKENDS, make_backend
@@ -118,7 +119,7 @@ def _replay_env(
     try:
         backend = make_backend(backend_name, MakeRegistered(env_id, kwargs), size, num_workers)
     except Exception as exc:  # an id or kwargs this version cannot build: every record of it fails
-        problem = f"the env cannot be built: {type(exc).__name__}: {_one_line(exc)}"
+        problem = f"the env cannot be built: {type(exc).__name__}: {one_line(exc, PROBLEM_CHARS)}"
         yield from ((index, Replayed([problem])) for index in indices)
         return
     try:
@@ -161,7 +162,7 @@ def _reset(backend: Any, episodes: Mapping[int, _Episode]) -> None:
             try:
                 results.update(backend.reset({slot: request}))
             except Exception as exc:  # this record's seed or task id: its problem, the others replay
-                episodes[slot].error = f"the reset raised {type(exc).__name__}: {_one_line(exc)}"
+                episodes[slot].error = f"the reset raised {type(exc).__name__}: {one_line(exc, PROBLEM_CHARS)}"
     for slot, (observation, info) in results.items():
         episodes[slot].start(observation, info)
 
@@ -262,6 +263,3 @@ def _entry(values: Sequence[Any], turn: int) -> str:
     return repr(values[turn]) if turn < len(values) else "nothing"
 
 
-def _one_line(exc: BaseException) -> str:
-    """The error on one line, cut to :data:`PROBLEM_CHARS` (an env's error may quote huge kwargs)."""
-    return " ".join(str(exc).split())[:PROBLEM_CHARS]
