@@ -314,7 +314,8 @@ def readme_sentence(results: dict[str, Any]) -> str:
     their range; the mean episodes to the threshold over the runs that reach
     it; and per run, the mean wall and CPU seconds over its timed runs and the
     mean env steps (and branch rollouts) over its counted runs, saying on how
-    many seeds when not on all.
+    many seeds when not on all; then VinePPO's mean env steps and CPU seconds
+    per run as multiples of GiGPO's.
     """
     estimators = results["estimators"]
 
@@ -357,6 +358,19 @@ def readme_sentence(results: dict[str, Any]) -> str:
             )
         return f"{label(estimator)} {clocks}, {steps}{on('counted')}"
 
+    def price(estimator: str, baseline: str) -> str:
+        if estimator not in estimators or baseline not in estimators:
+            return ""
+        paid, base = results["cost"][estimator], results["cost"][baseline]
+        if None in (paid["mean_all_env_steps"], base["mean_all_env_steps"], paid["mean_cpu_s"], base["mean_cpu_s"]):
+            return ""
+        steps = paid["mean_all_env_steps"] / base["mean_all_env_steps"]
+        cpu = paid["mean_cpu_s"] / base["mean_cpu_s"]
+        return (
+            f"; a {label(estimator)} run takes {steps:.0f}× the env steps of a {label(baseline)} run "
+            f"and {cpu:.1f}× its CPU seconds"
+        )
+
     names = list(estimators)
     return (
         "mean final success ± std over seeds "
@@ -365,6 +379,7 @@ def readme_sentence(results: dict[str, Any]) -> str:
         + ", ".join(f"{label(e)} {episodes(estimators[e])}" for e in names)
         + "; per run: "
         + ", ".join(cost(e) for e in names)
+        + price("vineppo", "gigpo")
     )
 
 
