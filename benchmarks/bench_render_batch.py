@@ -1,15 +1,27 @@
-"""ColBench-Frontend: a batch of answers rendered on one page in turn, beside the renderer's pool of pages.
+"""ColBench-Frontend: a batch of answers rendered by the previous single page, beside the renderer's pool.
 
 Renders ``--batch`` built-in answer pages (the test split's references,
-each a different page) in Chromium: first one page at a time, as a
-renderer with a single page renders (``pages=1``); then the same batch at
-once with ``render_many`` on a pool of ``--pages`` pages (default 4, 8 and
-16; each way runs once untimed first, which opens its pages); then from ``--batch`` threads at once, each calling ``render`` on one
-shared renderer. Every render is compared with the single-page render of
-the same answer, pixel for pixel. Passes alternate ``--repeats`` times in one
-run; the table gives the median seconds per batch, answers/s and the ratio to
-the single page in the same pass. Wall time on this machine (a shared
-2-core machine: compare ratios within the run, not seconds across runs).
+each a different page) in the one shared Chromium:
+
+- previous: the render the frontend used before (one page, Playwright's
+  ``set_content`` then ``screenshot(full_page=True, animations="disabled",
+  caret="hide")``, PNG cut at the maximum height by decoding and encoding
+  again), one answer after another. Every ratio is to it, in the same pass.
+- a renderer with a single page (``pages=1``), one answer after another;
+- the same batch at once with ``render_many`` on a pool of ``--pages``
+  pages (default 4, 8 and 16);
+- ``--batch`` threads at once, each calling ``render_png`` on one shared
+  renderer.
+
+Each way runs once untimed first (it opens its pages); then passes alternate
+``--repeats`` times. Every render is compared with the previous render of the
+same answer, pixel for pixel. The table gives the median seconds per batch,
+answers/s, the ratio to the previous single page in the same pass, and the
+CPU time per answer of Chromium's processes (with Playwright's driver) and
+of this Python process, and the ceiling that CPU sets: the answers/s were
+all the machine's cores spent on it. Wall time on a shared 2-core machine,
+whose load average is recorded before and after (compare ratios within the
+run, not seconds across runs).
 
     python benchmarks/bench_render_batch.py [--batch 64] [--pages 4 8 16] [--repeats 3] [--out FILE]
 """
@@ -17,14 +29,63 @@ the single page in the same pass. Wall time on this machine (a shared
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from agentenvs.colbench.frontend.render import PageRenderer
+from PIL import Image
+from rich.progress import track
+
+from agentenvs.colbench.frontend.render import (
+    MAX_HEIGHT,
+    RENDER_TIMEOUT_MS,
+    VIEWPORT,
+    PageRenderer,
+    browser_thread,
+    decode_png,
+    require_chromium,
+)
 from agentenvs.colbench.frontend.tasks import generate_page
+
+PREVIOUS = "previous: one page, in turn"
+
+
+class PreviousRenderer:
+    """The single-page render the frontend used before the pool captured through DevTools."""
+
+    def __init__(self) -> None:
+        self.executable = require_chromium()
+        self._page: Any = None
+
+    async def _render_png(self, html: str) -> bytes:
+        if self._page is None:
+            browser = await browser_thread().browser(self.executable)
+            context = await browser.new_context(viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False)
+            await context.route("**/*", lambda route: route.abort())
+            self._page = await context.new_page()
+        await self._page.set_content(html, wait_until="load", timeout=RENDER_TIMEOUT_MS)
+        png = await self._page.screenshot(
+            full_page=True, type="png", animations="disabled", caret="hide", timeout=RENDER_TIMEOUT_MS
+        )
+        image = Image.open(io.BytesIO(png))
+        if image.height <= MAX_HEIGHT:
+            return png
+        out = io.BytesIO()
+        image.crop((0, 0, image.width, MAX_HEIGHT)).save(out, format="PNG")
+        return out.getvalue()
+
+    def render_png(self, html: str) -> bytes:
+        return browser_thread().call(self._render_png, html)
+
+    def close(self) -> None:
+        if self._page is not None:
+            browser_thread().call(self._page.context.close)
+            self._page = None
 
 
 def threaded_renders(renderer: PageRenderer, htmls: list[str]) -> list[bytes]:
@@ -47,6 +108,26 @@ def threaded_renders(renderer: PageRenderer, htmls: list[str]) -> list[bytes]:
     return out
 
 
+def browser_cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process's descendants: Playwright's driver and
+    Chromium's processes, read from Linux's /proc (fields 14 and 15 of each ``stat``, in clock ticks)."""
+    parent_of: dict[int, int] = {}
+    ticks_of: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # the fields after the command name, which may hold spaces
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # a process that ended meanwhile
+            continue
+        pid = int(stat.parent.name)
+        parent_of[pid], ticks_of[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+    descendants, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier} - descendants
+        descendants |= frontier
+    return sum(ticks_of[pid] for pid in descendants) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=64)
@@ -54,43 +135,64 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", help="also write the printed lines to this file")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     htmls = [generate_page("test", i).reference for i in range(args.batch)]
-    single = PageRenderer(pages=1)
-    expected = [single.render_png(html) for html in htmls]  # launches the browser; the pixels to match
+    previous, single = PreviousRenderer(), PageRenderer(pages=1)
+    # launches the browser; the pixels to match
+    expected = [_pixels(previous.render_png(html)) for html in htmls]
     pools = {pages: PageRenderer(pages=pages) for pages in args.pages}
-    ways: dict[str, Callable[[], list[bytes]]] = {"one page, in turn": lambda: [single.render_png(h) for h in htmls]}
+    ways: dict[str, Callable[[], list[bytes]]] = {
+        PREVIOUS: lambda: [previous.render_png(h) for h in htmls],
+        "one page (pages=1), in turn": lambda: [single.render_png(h) for h in htmls],
+    }
     for pages, renderer in pools.items():
         ways[f"pool of {pages}, render_many"] = lambda renderer=renderer: renderer.render_many_png(htmls)
     largest = pools[max(pools)]
     ways[f"{args.batch} threads, render (pool of {max(pools)})"] = lambda: threaded_renders(largest, htmls)
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     ratios: dict[str, list[float]] = {name: [] for name in ways}
+    browser_cpu = dict.fromkeys(ways, 0.0)
+    python_cpu = dict.fromkeys(ways, 0.0)
     mismatches = dict.fromkeys(ways, 0)
     for way in ways.values():  # opens every pool's pages, outside the clock
         way()
-    for _ in range(args.repeats):
+    for _ in track(range(args.repeats), description="passes"):
         spent = {}
         for name, way in ways.items():
+            browser_before, python_before = browser_cpu_seconds(), time.process_time()
             started = time.perf_counter()
             pngs = way()
             spent[name] = time.perf_counter() - started
-            mismatches[name] += sum(_pixels(a) != _pixels(b) for a, b in zip(pngs, expected))
+            browser_cpu[name] += browser_cpu_seconds() - browser_before
+            python_cpu[name] += time.process_time() - python_before
+            mismatches[name] += sum(_pixels(png) != pixels for png, pixels in zip(pngs, expected))
         for name in ways:
             seconds[name].append(spent[name])
-            ratios[name].append(spent["one page, in turn"] / spent[name])
+            ratios[name].append(spent[PREVIOUS] / spent[name])
+    renders = args.batch * args.repeats
+    cores = os.cpu_count() or 1
     lines = [
         f"ColBench-Frontend renders: a batch of {args.batch} different answer pages, median of {args.repeats} "
-        f"alternating passes, one run on a shared 2-core machine (load average {os.getloadavg()[0]:.1f})",
-        f"{'how':<34} {'s/batch':>8} {'answers/s':>10} {'× one page':>10} {'pixels differing':>17}",
+        f"alternating passes, one run on a shared {cores}-core machine (load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after)",
+        f"{'how':<34} {'s/batch':>8} {'answers/s':>10} {'× previous':>10} {'Chromium CPU ms/answer':>23} "
+        f"{'Python CPU ms/answer':>21} {'CPU-bound ceiling/s':>20} {'pixels differing':>17}",
     ]
     for name in ways:
         median = statistics.median(seconds[name])
+        cpu_per_answer = (browser_cpu[name] + python_cpu[name]) / renders
         lines.append(
             f"{name:<34} {median:>8.2f} {args.batch / median:>10.1f} {statistics.median(ratios[name]):>10.2f} "
-            f"{mismatches[name]:>17}"
+            f"{1000 * browser_cpu[name] / renders:>23.1f} {1000 * python_cpu[name] / renders:>21.1f} "
+            f"{cores / cpu_per_answer:>20.1f} {mismatches[name]:>17}"
         )
+    lines.append(
+        f"CPU-bound ceiling: answers/s were every one of the {cores} cores spent on this way's CPU per "
+        "answer (Chromium's and Python's) and nothing else"
+    )
     for line in lines:
         print(line)
+    previous.close()
     for renderer in (single, *pools.values()):
         renderer.close()
     if args.out:
@@ -99,8 +201,6 @@ def main() -> None:
 
 
 def _pixels(png: bytes) -> bytes:
-    from agentenvs.colbench.frontend.render import decode_png
-
     return decode_png(png).tobytes()
 
 

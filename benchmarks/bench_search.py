@@ -8,24 +8,33 @@ same responses on the same questions, in process, over the same BM25 index
 ``SearchEnv`` and GEM's ``ToolEnvWrapper(QaEnv, [SearchTool])``, whose
 search tool here calls that index in process instead of posting to a
 retrieval server (GEM's own parsing, formatting, answer check and wrapper
-run unchanged). The retriever's query cache is cleared before every pass, so
-both sides search the same queries cold. Passes alternate ours / GEM's
-``--repeats`` times; the table gives the median turns/s of each and the
-median and lowest ratio of the pairs (agentenvs ÷ GEM, ≥ 1 = ours is
-cheaper). agentenvs keeps each retrieved corpus row's information line from
-pass to pass (as it does from episode to episode); a third pass in each
-round clears those lines first (``clear_passage_lines``), and its ratio is
-the "cold lines" column. Reset cost is timed apart (GEM's reset samples a dataset row;
-putting GEM on the same question afterwards, through its ``set_state``,
-stays outside the clock).
+run unchanged). ``--repeats`` rounds; in each, the sides take turns every
+``--chunk`` episodes (ours, GEM's, ours with cleared lines; who goes first
+turns from chunk to chunk, as the first meets the chunk's index pages out
+of the CPU caches), so that a shared machine's changing load falls on each
+alike, and a side's pass is the sum of its chunks. The retriever's query cache is cleared before every
+chunk, so every side searches the same queries cold. The table gives the
+median turns/s of each and the median and lowest ratio of the rounds
+(agentenvs ÷ GEM, ≥ 1 = ours is cheaper). agentenvs keeps each retrieved
+corpus row's information line, and each result's information text and
+obs_key, from chunk to chunk (as it does from episode to episode); the
+third side, a second env over the same index, clears them before each of
+its chunks (``clear_passage_lines``), and its ratio is the "cold lines"
+column. Reset
+cost is timed apart (GEM's reset samples a dataset row; putting GEM on the
+same question afterwards, through its ``set_state``, stays outside the clock).
 
 Part 2, agentenvs alone: mean reset ms, search-turn ms and turns/s with the
 in-process retriever and through HTTP (a retrieval_index server started in
 this process over the same index, or ``--server URL``).
 
-Wall time on this machine in this run; ``--out`` writes the printed tables.
+Part 1 times by the CPU time of the benchmark's thread (``--clock cpu``,
+the default; both sides run in it), so that on a shared machine the time
+other processes hold the cores is not counted to either; ``--clock wall``
+times by wall time. Part 2 takes wall time, as its server answers from
+another thread. ``--out`` writes the printed tables.
 
-    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--repeats 5] [--out FILE]
+    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--repeats 9] [--chunk 10] [--out FILE]
 """
 
 from __future__ import annotations
@@ -80,16 +89,23 @@ class Timing:
     turns: int = 0
     searches: int = 0
 
+    def add(self, other: Timing) -> None:
+        self.reset_s += other.reset_s
+        self.step_s += other.step_s
+        self.search_s += other.search_s
+        self.turns += other.turns
+        self.searches += other.searches
+
 
 def replay(
     reset: Callable[[Episode], Any],
     step: Callable[[str], Any],
     episodes: list[Episode],
     after_reset: Callable[[Episode], Any] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
     """Time ``reset`` and every ``step`` of the played episodes (``after_reset`` runs outside the clock)."""
     timing = Timing()
-    clock = time.perf_counter
     for episode in episodes:
         start = clock()
         reset(episode)
@@ -126,8 +142,19 @@ def gem_env(retriever: Any, topk: int, episodes: list[Episode]) -> Any:
     return ToolEnvWrapper(env, [InProcessSearchTool(topk=topk)], max_tool_uses=None)
 
 
-def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[str] | str:
-    """One table row's cells for ``style``, or why GEM did not run."""
+CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}
+
+
+def versus_gem(
+    style: str, passages: int, episodes: int, repeats: int, chunk: int, clock: Callable[[], float]
+) -> list[str] | str:
+    """One table row's cells for ``style``, or why GEM did not run.
+
+    A pass replays the episodes in chunks of ``chunk``, the three sides taking turns chunk by chunk (in
+    an order that turns from chunk to chunk), so that a shared machine's changing load falls on all of
+    them alike; each side's pass is the sum of its chunks, and the query cache (and for the cold side
+    its kept lines) is cleared before each chunk.
+    """
     try:
         import gem  # noqa: F401
     except ImportError:
@@ -135,7 +162,10 @@ def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[s
     env = SearchEnv(style, split="test", corpus_passages=passages)
     played = expert_episodes(env, min(episodes, env.task_source.size("test")))
     peer = gem_env(env.retriever, env.topk, played)
+    # the cold side is an env of its own (over the same index), so that clearing its lines leaves ours kept
+    cold = SearchEnv(style, split="test", corpus_passages=passages)
     scorer = env.retriever.scorer
+    assert cold.retriever is env.retriever
     ours_rates, gem_rates, ratios, cold_ratios, ours_resets, gem_resets = [], [], [], [], [], []
     # GEM's reset samples a dataset row; its set_state then puts it on the episode's question
     sides = (
@@ -143,16 +173,22 @@ def versus_gem(style: str, passages: int, episodes: int, repeats: int) -> list[s
         (lambda e: peer.reset(), peer.step,
          lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}), gem_resets,
          None),
-        (lambda e: env.reset(seed=e.seed), env.step, None, [], env.clear_passage_lines),  # resets: timed above
+        (lambda e: cold.reset(seed=e.seed), cold.step, None, [], cold.clear_passage_lines),  # resets: timed above
     )  # fmt: skip
+    chunks = [played[start : start + chunk] for start in range(0, len(played), chunk)]
     for _ in range(repeats):
-        rates = []
-        for reset, step, after_reset, resets, before_pass in sides:
-            scorer.clear_cache()
-            if before_pass is not None:
-                before_pass()
-            timing = replay(reset, step, played, after_reset)
-            rates.append(timing.turns / timing.step_s)
+        passes = [Timing() for _ in sides]
+        for number, part in enumerate(chunks):
+            # the side that goes first meets the chunk's index pages and passages out of the CPU caches:
+            # the order turns with each chunk, so that each side goes first as often
+            for side in range(number, number + len(sides)):
+                (reset, step, after_reset, _, before_pass), total = sides[side % len(sides)], passes[side % len(sides)]
+                scorer.clear_cache()
+                if before_pass is not None:
+                    before_pass()
+                total.add(replay(reset, step, part, after_reset, clock))
+        rates = [timing.turns / timing.step_s for timing in passes]
+        for (*_, resets, _), timing in zip(sides, passes):
             resets.append(1e6 * timing.reset_s / len(played))
         ours_rates.append(rates[0])
         gem_rates.append(rates[1])
@@ -190,7 +226,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--passages", type=int, default=100_000)
-    parser.add_argument("--repeats", type=int, default=5, help="alternating ours/GEM passes")
+    parser.add_argument("--repeats", type=int, default=9, help="alternating ours/GEM passes")
+    parser.add_argument("--chunk", type=int, default=10, help="episodes per turn of each side within a pass")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="part 1's clock: this thread's CPU time (default) or wall time")  # fmt: skip
     parser.add_argument("--server", default=None, help="retrieval server URL over the same corpus")
     parser.add_argument("--skip-server", action="store_true", help="part 1 only")
     parser.add_argument("--out", help="also write the tables to this file")
@@ -198,17 +237,22 @@ def main() -> None:
     console = Console(record=True, width=160)
     emit: Callable[[Any], None] = console.print
     emit("Search QA turns, agentenvs beside GEM (gem-llm 0.1.0), in process, same responses, same BM25 index;")
-    emit(f"wall time on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run.")
+    clock = "this thread's CPU time" if args.clock == "cpu" else "wall time"
+    emit(f"{clock} on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run;")
+    emit("agentenvs alone: wall time (its server answers from another thread).")
     rows, notes = [], []
     for style in STYLES:
-        row = versus_gem(style, args.passages, args.episodes, args.repeats)
+        row = versus_gem(style, args.passages, args.episodes, args.repeats, args.chunk, CLOCKS[args.clock])
         (notes.append(row) if isinstance(row, str) else rows.append(row))
         if isinstance(row, str):
             break
     columns = ("set", "episodes", "turns", "agentenvs turns/s", "GEM turns/s",
                "ratio median", "ratio lowest", "cold lines ratio", "agentenvs reset µs", "GEM reset µs")  # fmt: skip
     if rows:
-        title = f"agentenvs ÷ GEM, {args.passages:,} passages, median of {args.repeats} alternating passes"
+        title = (
+            f"agentenvs ÷ GEM, {args.passages:,} passages, median of {args.repeats} passes "
+            f"alternating every {args.chunk} episodes"
+        )
         emit(table_of(title, columns, rows))
     for note in notes:
         emit(note)

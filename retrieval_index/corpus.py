@@ -3,7 +3,7 @@
 The published corpora (wiki-18.jsonl: 21,015,324 passages) hold one JSON
 object a line, ``{"id": "0", "contents": "\\"Title\\"\\nText"}``.
 :func:`read_corpus_jsonl` streams such a file (plain or ``.gz``);
-:meth:`Corpus.build` copies it once into a store directory:
+:meth:`Corpus.build` copies it once into a store directory::
 
     texts.bin      the UTF-8 bytes of every passage's id, title, text and the rest of its row
                    (compact JSON, empty when the row holds nothing else), back to back

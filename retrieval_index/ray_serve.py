@@ -142,10 +142,12 @@ def application(index_dir: str, limits: ServerLimits, options: RayServeOptions) 
 
 
 class RayServer:
-    """Ray (local or an existing cluster), Serve's proxy on ``host:port``, and the replicas; a context manager::
+    """Ray (local or an existing cluster), Serve's proxy on ``host:port``, and the replicas.
 
-    with RayServer(index_dir, port=8000, options=RayServeOptions(replicas=4)) as url:
-        RemoteRetriever(url).retrieve(["query"], 3)
+    A context manager::
+
+        with RayServer(index_dir, port=8000, options=RayServeOptions(replicas=4)) as url:
+            RemoteRetriever(url).retrieve(["query"], 3)
     """
 
     def __init__(

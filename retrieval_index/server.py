@@ -307,10 +307,12 @@ def app_from_environment() -> FastAPI:
 
 
 class ServerThread:
-    """Run an app with uvicorn on a background thread (tests, benchmarks, notebooks)::
+    """Run an app with uvicorn on a background thread.
 
-    with ServerThread(create_app(retriever, kind="bm25")) as url:
-        RemoteRetriever(url).retrieve(["query"], 3)
+    A context manager for tests, benchmarks and notebooks::
+
+        with ServerThread(create_app(retriever, kind="bm25")) as url:
+            RemoteRetriever(url).retrieve(["query"], 3)
     """
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:

@@ -267,3 +267,26 @@ def test_llm_design_collaborator_sees_both_renders_as_colbench_sent_them():
     assert [part.get("text") for part in not_shown["messages"][0]["content"]][1] == (
         "The agent did not provide any visualization."
     )
+
+
+@pytest.mark.parametrize("limit_ms", [1, 60])
+def test_an_answer_page_too_slow_to_render_scores_zero_and_is_counted(env, monkeypatch, limit_ms):
+    # a hostile answer (200k nested tags takes over 10 s to lay out) must not raise from step():
+    # with the render limit cut, any answer page is such a page (whichever limit trips first, the
+    # capture's or the page load's)
+    from agentenvs.colbench.frontend import render
+
+    env.reset(seed=3)
+    env.reference_png()  # the reference is rendered (and cached) under the normal limit
+    before = env.unrenderable_answers
+    monkeypatch.setattr(render, "RENDER_TIMEOUT_MS", limit_ms)
+    big = "<html><body>" + "<div>" * 20_000 + "x" + "</div>" * 20_000 + "</body></html>"
+    obs, reward, terminated, _, info = env.step(f"I WANT TO ANSWER: {big}")
+    assert terminated and info["score"] == 0.0 and reward == 0.0
+    assert obs.startswith("Your page could not be rendered (") and obs.endswith("similarity 0.000")
+    assert env.unrenderable_answers == before + 1
+    monkeypatch.undo()
+    env.reset(seed=3)  # the pool replaced the page: the next answer renders as before
+    page = "<html><body><h1>Hello</h1></body></html>"
+    *_, info = env.step(f"I WANT TO ANSWER: {page}")
+    assert 0.0 < info["score"] <= 1.0

@@ -201,14 +201,18 @@ def exhaustive_top_k(scorer, query: str, topk: int) -> tuple[np.ndarray, np.ndar
 @pytest.mark.parametrize("seed_rows", [0, 30, 10**9], ids=["no-short-lists", "mixed", "all-short-lists"])
 def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_rows):
     from retrieval_index import bm25
-    from retrieval_index.bm25 import BM25Scorer, index_texts
+    from retrieval_index.bm25 import BlockBounds, BM25Scorer, index_texts
 
     monkeypatch.setattr(bm25, "SEED_ROWS", seed_rows)
     # these corpora are small enough to be scored exhaustively
     monkeypatch.setattr(bm25, "EXHAUSTIVE_WORK", 0)
     used = {}
     for seed, count in [(0, 40), (1, 300), (2, 2000)]:
-        scorer = BM25Scorer(index_texts(zipf_texts(count, seed), k1=0.9, b=0.4), cache_size=0)
+        model = index_texts(zipf_texts(count, seed), k1=0.9, b=0.4)
+        matrix = model.scores
+        # blocks of 4 postings: these lists are short, and every list needs blocks to skip
+        bounds = BlockBounds.compute(np.asarray(matrix["data"]), np.asarray(matrix["indptr"]), 4)
+        scorer = BM25Scorer(model, cache_size=0, bounds=bounds)
         for query in zipf_queries(60, seed):
             for topk in (1, 3, 10, 50, 5000):
                 rows, scores = scorer.search(query, topk)
@@ -218,7 +222,9 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_r
                 assert scores.tobytes() == expected_scores.tobytes(), (query, topk)
         for path, times in scorer.path_counts.items():
             used[path] = used.get(path, 0) + times
-    every_path = {"pruned", "all lists", "trimmed lists", "dropped rows", "seeded", "array lookups"}
+    every_path = {
+        "pruned", "all lists", "trimmed lists", "skipped blocks", "dropped rows", "seeded", "array lookups"
+    }
     expected = {
         0: every_path,
         30: every_path,

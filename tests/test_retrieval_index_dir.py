@@ -162,11 +162,11 @@ def test_a_broken_retriever_json_is_refused_naming_the_file(tmp_path, content, m
 
 def test_read_meta_checks_kind_and_version_and_a_missing_file(tmp_path):
     BM25Retriever.build(Corpus.from_passages(PASSAGES, tmp_path / "store"), tmp_path / "bm25")
-    assert read_meta(tmp_path / "bm25", "bm25", version=1)["passages"] == 3
+    assert read_meta(tmp_path / "bm25", "bm25", version=2)["passages"] == 3
     with pytest.raises(ValueError, match="holds a 'bm25' index, not 'dense'"):
         read_meta(tmp_path / "bm25", "dense")
     with pytest.raises(ValueError, match="built by another version"):
-        read_meta(tmp_path / "bm25", "bm25", version=2)
+        read_meta(tmp_path / "bm25", "bm25", version=1)
     with pytest.raises(FileNotFoundError, match="is not a retrieval index"):
         read_meta(tmp_path / "store")
     (tmp_path / "dir-named-like-the-file" / META).mkdir(parents=True)

@@ -59,6 +59,21 @@ def test_search_beside_gem_and_batch_render_figures_are_recorded():
         assert quoted <= recorded, f"{opening} quotes {sorted(quoted - recorded)}, not in {result}"
 
 
+def test_the_search_ratio_ranges_quoted_are_the_lowest_and_highest_recorded():
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]]
+        for line in (RESULTS / "bench_search.txt").read_text().splitlines()
+        if line.startswith("│")
+    ]
+    versus_gem = [row for row in rows if len(row) == 10]  # the first table's rows, one per set
+    assert len(versus_gem) == 7
+    medians = sorted(float(row[5]) for row in versus_gem)
+    cold = sorted(float(row[7]) for row in versus_gem)
+    text = " ".join(paragraph(readme_section(), "**Search QA beside GEM**").split())
+    assert f"{medians[0]:.2f}–{medians[-1]:.2f}× GEM's turns/s" in text
+    assert f"the ratio is {cold[0]:.2f}–{cold[-1]:.2f}" in text
+
+
 def test_every_figure_of_the_section_is_recorded():
     recorded = set()
     for result in ("bench_rollout_share.txt", "bench_search.txt", "bench_render_batch.txt"):

@@ -236,6 +236,21 @@ def test_search_finds_titles_and_ranks_like_a_full_sort():
         assert index.search(query) == hits[np.lexsort((hits, -scores[hits]))][:50].tolist()
 
 
+def test_a_saved_search_index_keeps_its_block_bounds_and_an_older_one_gets_them_computed(tmp_path):
+    from retrieval_index.bm25 import BOUNDS_FILE, BOUNDS_META
+
+    texts = [f"red shoes size {size} {'running' * (size % 3)}" for size in range(300)] + ["blue hat"] * 40
+    BM25Index.build(texts).save(tmp_path / "bm25")
+    saved = BM25Index.load(tmp_path / "bm25")
+    assert (tmp_path / "bm25" / BOUNDS_META).exists()
+    (tmp_path / "bm25" / BOUNDS_META).unlink()  # as catalogs cached before the bounds were stored
+    (tmp_path / "bm25" / BOUNDS_FILE).unlink()
+    older = BM25Index.load(tmp_path / "bm25")
+    assert older.scorer.bounds.largest.tobytes() == saved.scorer.bounds.largest.tobytes()
+    for query in ["red running shoes", "blue hat", "size 7", "hat hat"]:
+        assert older.search(query) == saved.search(query) != []
+
+
 def test_bm25_scores_are_lucenes_formula():
     index = BM25Index.build(["red shoes", "red red shoes for running", "blue hat"])
     n, avgdl = 3, (2 + 4 + 2) / 3  # "for" is a stop word; lengths count indexed words

@@ -14,7 +14,7 @@ module             what lives there
 ``openai_server``  that local model behind an OpenAI-compatible HTTP server
 =================  ============================================================
 
-Every scripted agent follows :class:`agentenvs.core.Agent`: ``act(observation,
+Every scripted agent follows :class:`agentenvs.core.agent.Agent`: ``act(observation,
 info) -> response``. An agent is built for one env; build a fresh one per
 episode (with that episode's seed) so each episode can be reproduced on its
 own.

@@ -8,22 +8,22 @@ It answers the requests the official ``openai`` client sends, as vLLM's
 OpenAI server does, so ``agentenvs eval --base-url http://127.0.0.1:8000/v1``
 meets here what it meets there:
 
-=========================  ====================================================
-``GET /v1/models``         the one served model, with ``max_model_len``
-``POST /tokenize``         vLLM's: ``{"messages"}`` (chat template applied) or
-                           ``{"prompt"}`` → ``{"count", "max_model_len", "tokens"}``
-``POST /v1/chat/           ``messages`` (content a string or a list of
-completions``              ``{"type": "text"}`` parts), ``max_tokens`` or
-                           ``max_completion_tokens`` (default: the rest of the
-                           context), ``temperature``, ``top_p``, ``n``,
-                           ``seed``, ``stop`` (a string or up to 4; left out
-                           of the text, named in ``stop_reason``), ``stream``
-                           (server-sent events, ``stream_options.include_usage``)
-refused with 400           a prompt that leaves no room for the reply in the
-                           context (vLLM's wording); any other field unless it
-                           holds its neutral value (``frequency_penalty: 0``,
-                           ``logprobs: false``, …); image or audio parts
-=========================  ====================================================
+===============================  ====================================================
+``GET /v1/models``               the one served model, with ``max_model_len``
+``POST /tokenize``               vLLM's: ``{"messages"}`` (chat template applied) or
+                                 ``{"prompt"}`` → ``{"count", "max_model_len", "tokens"}``
+``POST /v1/chat/completions``    ``messages`` (content a string or a list of
+                                 ``{"type": "text"}`` parts), ``max_tokens`` or
+                                 ``max_completion_tokens`` (default: the rest of the
+                                 context), ``temperature``, ``top_p``, ``n``,
+                                 ``seed``, ``stop`` (a string or up to 4; left out
+                                 of the text, named in ``stop_reason``), ``stream``
+                                 (server-sent events, ``stream_options.include_usage``)
+refused with 400                 a prompt that leaves no room for the reply in the
+                                 context (vLLM's wording); any other field unless it
+                                 holds its neutral value (``frequency_penalty: 0``,
+                                 ``logprobs: false``, …); image or audio parts
+===============================  ====================================================
 
 A request without ``seed`` samples with fresh randomness, so replies at
 temperature > 0 vary; with ``seed`` they repeat, choice ``i`` of ``n`` using

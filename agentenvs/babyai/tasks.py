@@ -6,13 +6,13 @@ names the world exactly, on any machine.
 
 Splits are disjoint seed ranges, the same for every level:
 
-=======  =====================  ===================
-split    seeds                  tasks per level
-=======  =====================  ===================
-train    0 .. 999,999           1,000,000
-valid    1,000,000 .. 1,009,999 10,000
-test     1,010,000 .. 1,019,999 10,000
-=======  =====================  ===================
+=======  ========================  ===================
+split    seeds                     tasks per level
+=======  ========================  ===================
+train    0 .. 999,999              1,000,000
+valid    1,000,000 .. 1,009,999    10,000
+test     1,010,000 .. 1,019,999    10,000
+=======  ========================  ===================
 
 Split membership is by seed, not by layout: two seeds of a small level (e.g.
 ``GoToRedBallNoDists``, one ball in an empty room) can draw the same world, so

@@ -399,12 +399,14 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             for raw, primitive in zip(parsed.actions, primitives):
                 outcome = self._apply(primitive)
                 self._applied.append(primitive)
-                step_components = dict(outcome.components)
+                step_components = outcome.components
                 potentials = self._potentials()
-                for name, value in potentials.items():
-                    step_components[name] = (
-                        step_components.get(name, 0.0) + value - self._potential_values[name]
-                    )
+                if potentials:
+                    # a copy: the family's outcome stays as it made it
+                    step_components = dict(step_components)
+                    previous = self._potential_values
+                    for name, value in potentials.items():
+                        step_components[name] = step_components.get(name, 0.0) + value - previous[name]
                 self._potential_values = potentials
                 before, self._state_key = self._state_key, self._compute_state_key()
                 for name, value in step_components.items():
@@ -426,7 +428,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         self.turn += 1
         truncated = not terminated and self.turn >= self.max_turns
         self._done = terminated or truncated
-        reward = self._weighted(components)
+        reward = self._turn_reward(components)
         self._last_text = text
         info = self._info(text, components, transitions, terminated=terminated, truncated=truncated)
         return self._emit(text), reward, terminated, truncated, info
@@ -501,10 +503,23 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         return stable_digest(self._state_key_data())
 
     def _weighted(self, components: Mapping[str, float]) -> float:
+        """Σ_c weight[c] · components[c], added in the components' order."""
         weights = self.reward_weights
         total = 0.0
         for name, value in components.items():
             total += weights[name] * value
+        return total
+
+    def _turn_reward(self, components: dict[str, float]) -> float:
+        """:meth:`_weighted` of the turn's components, which hold the weighted names in the weights' order
+        (``dict.fromkeys`` of them; a name outside them fails, as in :meth:`_weighted`), so the sum pairs
+        the two value sequences without a lookup per name."""
+        weights = self.reward_weights
+        if len(components) != len(weights):
+            return self._weighted(components)
+        total = 0.0
+        for weight, value in zip(weights.values(), components.values()):
+            total += weight * value
         return total
 
     def _info(
@@ -522,7 +537,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             "max_turns": self.max_turns,
             "state_key": self._state_key,
             "obs_key": self._observation_key(text),
-            "reward_components": dict(components),
+            "reward_components": components,  # made for this turn (or this reset) and kept nowhere else
             "transitions": transitions,
         }
         admissible = self.admissible_actions()

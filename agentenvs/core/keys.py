@@ -57,8 +57,13 @@ def _encode_float(value: float, out: list[bytes]) -> None:
 
 def _encode_sequence(value: list | tuple, out: list[bytes]) -> None:
     out.append(b"l%d:" % len(value))
-    for item in value:
-        _encode(item, out)
+    encoders = _ENCODERS
+    for item in value:  # _encode's exact-type lookup inline: a state key is mostly lists
+        encoder = encoders.get(type(item))
+        if encoder is None:
+            _encode(item, out)
+        else:
+            encoder(item, out)
 
 
 def _encode_dict(value: dict, out: list[bytes]) -> None:
@@ -138,7 +143,18 @@ def _encode(value: Any, out: list[bytes]) -> None:
 
 def stable_digest(value: Any) -> str:
     """blake2b hex digest (32 hex chars) of ``canonical_bytes(value)``."""
-    return hashlib.blake2b(canonical_bytes(value), digest_size=DIGEST_SIZE).hexdigest()
+    return bytes_digest(canonical_bytes(value))
+
+
+def bytes_digest(encoded: bytes) -> str:
+    """The digest :func:`stable_digest` gives a value whose canonical bytes are ``encoded`` (for a key
+    whose encoding a family assembles from parts it keeps)."""
+    return hashlib.blake2b(encoded, digest_size=DIGEST_SIZE).hexdigest()
+
+
+def int_list_bytes(values: list[int]) -> bytes:
+    """``canonical_bytes(values)`` for a list of exact ints."""
+    return b"l%d:" % len(values) + b"".join([b"i%d;" % value for value in values])
 
 
 def normalize_text(text: str) -> str:

@@ -14,32 +14,32 @@ it, e.g. openenv-core's::
         result = env.reset(seed=7)  # result.observation["text"], ["instructions"], ["info"]
         result = env.step({"response": "<action>up</action>"})  # result.reward, result.done
 
-==============================  =========================================================
-OpenEnv                         agentenvs (``gym.make(env_id, **env_kwargs)``)
-==============================  =========================================================
-session (one ``/ws`` socket)    one env, made when the socket opens, closed when it closes
-``reset`` data                  ``seed`` (an integer in [0, 2**63)) → ``reset(seed=...)``;
-                                ``task_id`` → ``reset(options={"task_id": ...})``;
-                                ``episode_id`` is kept in the state; other fields refused
-``step`` data                   ``{"response": text}``: the model's whole response for
-                                one turn → ``env.step(text)``
-observation ``text``            the observation's text (``prompting.observation_text``)
-observation ``instructions``    ``env.unwrapped.instructions`` (at reset; "" after)
-observation ``info``            the step's ``info`` without ``privileged``:
-                                ``reward_components``, ``state_key``, ``obs_key``,
-                                ``transitions``, ``admissible_actions``, ``success``,
-                                ``score``, ``turn``, ``max_turns``, ``task_id``
-``reward``                      the turn's scalar reward (``None`` at reset)
-``done``                        ``terminated or truncated``; the observation's
-                                ``terminated`` and ``truncated`` tell which
-``state``                       ``env_id``, ``task_id``, ``turn`` (= ``step_count``),
-                                ``state_key``, ``episode_id``
-privileged info                 never sent: it stays in the server's env
-``GET /metadata``               name: the id; description: the instructions
-HTTP ``POST /reset``, ``/step``  OpenEnv's one-shot routes: each builds a fresh env, so
-                                ``/step`` has no episode and is refused; episodes go
-                                over ``/ws``, as OpenEnv's clients do
-==============================  =========================================================
+=================================  =========================================================
+OpenEnv                            agentenvs (``gym.make(env_id, **env_kwargs)``)
+=================================  =========================================================
+session (one ``/ws`` socket)       one env, made when the socket opens, closed when it closes
+``reset`` data                     ``seed`` (an integer in [0, 2**63)) → ``reset(seed=...)``;
+                                   ``task_id`` → ``reset(options={"task_id": ...})``;
+                                   ``episode_id`` is kept in the state; other fields refused
+``step`` data                      ``{"response": text}``: the model's whole response for
+                                   one turn → ``env.step(text)``
+observation ``text``               the observation's text (``prompting.observation_text``)
+observation ``instructions``       ``env.unwrapped.instructions`` (at reset; "" after)
+observation ``info``               the step's ``info`` without ``privileged``:
+                                   ``reward_components``, ``state_key``, ``obs_key``,
+                                   ``transitions``, ``admissible_actions``, ``success``,
+                                   ``score``, ``turn``, ``max_turns``, ``task_id``
+``reward``                         the turn's scalar reward (``None`` at reset)
+``done``                           ``terminated or truncated``; the observation's
+                                   ``terminated`` and ``truncated`` tell which
+``state``                          ``env_id``, ``task_id``, ``turn`` (= ``step_count``),
+                                   ``state_key``, ``episode_id``
+privileged info                    never sent: it stays in the server's env
+``GET /metadata``                  name: the id; description: the instructions
+HTTP ``POST /reset``, ``/step``    OpenEnv's one-shot routes: each builds a fresh env, so
+                                   ``/step`` has no episode and is refused; episodes go
+                                   over ``/ws``, as OpenEnv's clients do
+=================================  =========================================================
 
 Refusals (the session stays open, the server keeps serving): a message that is
 not JSON, not a JSON object, nested deeper than :data:`MAX_DEPTH`, larger than

@@ -105,15 +105,14 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.judges import normalize_answer, token_f1
-from agentenvs.core.keys import stable_digest, text_digest, text_key
+from agentenvs.core.keys import bytes_digest, canonical_bytes, int_list_bytes, text_digest, text_key
 from agentenvs.search.data import (
     DEFAULT_PASSAGES,
     QuestionSource,
@@ -152,6 +151,7 @@ PRESETS: dict[str, dict[str, float]] = {
 # Search-R1's qa_em_format scores (v0.3 scripts: structure 0.2, final 0.1, retrieval 0).
 SEARCH_R1_SCORES = {"score": 1.0, "structure_format": 0.2, "final_format": 0.1, "retrieval": 0.0}
 SEARCH_R1_TRAIN = ("nq", "hotpotqa")
+EMPTY_TEXT_KEY = text_key("")
 
 
 def prompt_for(question: str) -> str:
@@ -204,18 +204,48 @@ class CorpusHit:
         return self._corpus[self.index]
 
 
+# ASCII whitespace besides the space: what str.split() splits on below code 128
+OTHER_ASCII_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
+
+
+def collapsed_body(body: str) -> str:
+    """``" ".join(body.split())`` of a :func:`passage_body`, without splitting the common body.
+
+    A body starts with ``(Title:`` and ends with one newline; what is before that newline is already
+    collapsed when it holds no whitespace but the space (ASCII text: none of
+    :data:`OTHER_ASCII_WHITESPACE`; other text: printable, as every other whitespace character is
+    non-printable), no two spaces in a row, and does not end with one.
+    """
+    inner = body[:-1]
+    if inner.isascii():
+        encoded = inner.encode()
+        spaces_only = len(encoded.translate(None, OTHER_ASCII_WHITESPACE)) == len(encoded)
+    else:
+        spaces_only = inner.isprintable()
+    if spaces_only and "  " not in inner and not inner.endswith(" "):
+        return inner
+    return " ".join(body.split())
+
+
 class PassageLines:
-    """What a search turn derives from each retrieved passage, kept for the last ``capacity`` corpus rows.
+    """What a search turn derives from the retrieved passages, kept for the last ``capacity`` corpus rows
+    and the last ``capacity`` results.
 
     The rollouts of one question retrieve the same passages again and again;
     each row's Search-R1 line body (:func:`passage_body`), its
-    whitespace-collapsed form and its SQuAD-normalised form are made once.
+    whitespace-collapsed form (:func:`collapsed_body`) and its SQuAD-normalised
+    form are made once, and each result's information text and ``obs_key``
+    once per sequence of rows. Memory: at most ``capacity`` rows of three
+    strings of about a passage's length, and ``capacity`` results of ``topk``
+    passages each (about 15 MB for 4,096 of 600-character passages at
+    ``topk`` 3).
 
     - The information text is ``\\n\\n<information>`` + the ``Doc {i}`` lines
       (stripped) + ``</information>\\n\\n``; its ``obs_key`` hashes the
       whitespace-collapsed text, which is ``<information>`` + the lines'
       collapsed forms joined by one space + ``</information>``, because
       every line starts with ``Doc {i}(Title:`` and ends with a newline.
+      Both depend on the rows and their order alone.
     - Search-R1's retrieval check, ``contains_answer(lines, golden)``:
       SQuAD normalisation works character by character apart from the
       article rule and whitespace, so the normalised lines are
@@ -229,11 +259,13 @@ class PassageLines:
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
         self._rows: OrderedDict[int, list[str | None]] = OrderedDict()
+        self._results: OrderedDict[tuple[int, ...], tuple[str, str]] = OrderedDict()
         self._answers: tuple[str, ...] = ()
 
     def __getstate__(self) -> dict[str, Any]:
-        # a copy starts with an empty cache: passages travel as corpus rows, not as text
-        return {"capacity": self.capacity, "_rows": OrderedDict(), "_answers": self._answers}
+        # a copy starts with empty caches: passages travel as corpus rows, not as text
+        return {"capacity": self.capacity, "_rows": OrderedDict(), "_results": OrderedDict(),
+                "_answers": self._answers}  # fmt: skip
 
     def set_answers(self, golden: Sequence[str]) -> None:
         self._answers = tuple(normalize_answer(answer) for answer in golden)
@@ -243,7 +275,7 @@ class PassageLines:
         entry = rows.get(hit.index)
         if entry is None:
             body = passage_body(hit.passage.contents)
-            entry = rows[hit.index] = [body, " ".join(body.split()), None]
+            entry = rows[hit.index] = [body, collapsed_body(body), None]
             if len(rows) > self.capacity:
                 rows.popitem(last=False)
         else:
@@ -252,20 +284,29 @@ class PassageLines:
 
     def information(self, hits: Sequence[Any]) -> tuple[str, str]:
         """The observation after a search and its ``obs_key``."""
+        results = self._results
+        rows = tuple([hit.index for hit in hits])
+        result = results.get(rows)
+        if result is not None:
+            results.move_to_end(rows)
+            return result
         entries = [self._entry(hit) for hit in hits]
-        lines = "".join(f"Doc {i + 1}{entry[0]}" for i, entry in enumerate(entries))
-        collapsed = " ".join(f"Doc {i + 1}{entry[1]}" for i, entry in enumerate(entries))
+        lines = "".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
+        collapsed = " ".join([f"Doc {i}{entry[1]}" for i, entry in enumerate(entries, 1)])
         key = text_digest(f"<information>{collapsed}</information>")
-        return f"\n\n<information>{lines.strip()}</information>\n\n", key
+        result = results[rows] = (f"\n\n<information>{lines.strip()}</information>\n\n", key)
+        if len(results) > self.capacity:
+            results.popitem(last=False)
+        return result
 
     def answer_found(self, hits: Sequence[Any]) -> bool:
         """Whether a golden answer occurs in the normalised information lines."""
         parts = []
-        for i, hit in enumerate(hits):
+        for i, hit in enumerate(hits, 1):
             entry = self._entry(hit)
             if entry[2] is None:
                 entry[2] = normalize_answer(entry[0])
-            parts.append(f"doc {i + 1}{entry[2]}")
+            parts.append(f"doc {i}{entry[2]}")
         text = " ".join(parts)
         return any(answer in text for answer in self._answers)
 
@@ -280,8 +321,9 @@ def search_r1_score(correct: bool, valid_sequence: bool, retrieval_correct: bool
     return s["final_format"]
 
 
-@dataclass(frozen=True)
-class SearchAction:
+class SearchAction(NamedTuple):
+    """One primitive: a search for ``content`` or an answer ``content`` (a named tuple: made every turn)."""
+
     kind: str  # "search" or "answer"
     content: str
 
@@ -360,9 +402,11 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         # paper presets and by the retrieval potential of questions without gold evidence.
         self._tracks_sequence = reward_preset == "search-r1"
         self._matches_answers = False
+        self._evidence_ids: tuple[str, ...] = ()  # the question's (a property that builds them)
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
-        self._keyed: tuple[Any, str] | None = None  # the last state-key data and its digest
+        self._keyed: tuple[bytes, str] | None = None  # the last state key's canonical bytes and its digest
+        self._task_id_bytes: tuple[str | None, bytes] = (None, b"")  # the task id and its canonical bytes
         self._passages = PassageLines()
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
@@ -433,7 +477,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     def _start(self, task: Question) -> None:
         self.question = task
         self._prompt = prompt_for(task.question)
-        self._evidence_rows = tuple(int(passage) for passage in task.evidence)
+        self._evidence_ids = task.evidence
+        self._evidence_rows = tuple(int(passage) for passage in self._evidence_ids)
         self._matches_answers = self.reward_preset != "agentenvs" or not self._evidence_rows
         self._normalized_golden = frozenset(normalize_answer(answer) for answer in task.golden_answers)
         if self._matches_answers:
@@ -441,6 +486,11 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._clear_episode()
 
     def _parse_action(self, action: str) -> SearchAction:
+        # what the protocol makes of a tagged action, read as BARE_PATTERN reads it: ``kind[`` first,
+        # ``]`` last, nothing around them
+        for kind in ("search", "answer"):
+            if action.startswith(kind) and action.startswith("[", 6) and action.endswith("]"):
+                return SearchAction(kind, action[7:-1].strip())
         bare = BARE_PATTERN.match(action)
         if bare is None:
             raise InvalidAction(f"not a search or answer action: {action[:100]!r}")
@@ -508,12 +558,14 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return float(self._correct)
 
     def _turn_observation(self, outcomes: list[StepOutcome]) -> str:
-        text = "".join(outcome.feedback for outcome in outcomes)
+        text = "".join([outcome.feedback for outcome in outcomes])
         if self._tracks_sequence:
             self._sequence.feed(text)
         return text
 
     def _observation_key(self, text: str) -> str:
+        if not text:
+            return EMPTY_TEXT_KEY  # an answer turn's
         if self._information is not None and text == self._information[0]:
             return self._information[1]
         return text_key(text)
@@ -535,8 +587,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         evidence = self._evidence_rows
         if not evidence:
             return {"retrieval": 1.0 if self._answer_seen else 0.0}
-        found = sum(1 for row in evidence if row in self._retrieved)
-        return {"retrieval": found / len(evidence)}
+        return {"retrieval": sum(map(self._retrieved.__contains__, evidence)) / len(evidence)}
 
     def _state_key_data(self) -> Any:
         data: list[Any] = [self.task_id, sorted(self._retrieved), self._searches]
@@ -547,10 +598,19 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return data
 
     def _compute_state_key(self) -> str:
-        # an answer turn leaves the information state as it was: its key is not hashed again
+        """``stable_digest(self._state_key_data())``, its canonical bytes assembled here: the list head
+        and the task id, the sorted rows, the search count, then the preset's part (encoded in general)."""
         data = self._state_key_data()
-        if self._keyed is None or self._keyed[0] != data:
-            self._keyed = (data, stable_digest(data))
+        extra = data[3:]
+        if self._task_id_bytes[0] != self.task_id:
+            self._task_id_bytes = (self.task_id, canonical_bytes(self.task_id))
+        encoded = b"".join((
+            b"l%d:" % len(data), self._task_id_bytes[1], int_list_bytes(data[1]), b"i%d;" % self._searches,
+            canonical_bytes(extra[0]) if extra else b"",
+        ))  # fmt: skip
+        # an answer turn leaves the information state as it was: its key is not hashed again
+        if self._keyed is None or self._keyed[0] != encoded:
+            self._keyed = (encoded, bytes_digest(encoded))
         return self._keyed[1]
 
     def _is_success(self) -> bool:
@@ -567,7 +627,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             return None
         return {
             "golden_answers": list(self.question.golden_answers),
-            "evidence": list(self.question.evidence),
+            "evidence": list(self._evidence_ids),
             "hops": [list(hop) for hop in self.question.hops],
         }
 
@@ -575,7 +635,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return "Search with <search> query </search> or answer with <answer> text </answer>."
 
     def clear_passage_lines(self) -> None:
-        """Forget the passage lines kept across episodes, as in a fresh env (the retriever keeps its cache)."""
+        """Forget the passage lines and results kept across episodes, as in a fresh env (the retriever
+        keeps its cache)."""
         self._passages = PassageLines(self._passages.capacity)
 
     @property

@@ -39,14 +39,35 @@ MOVES = {
 }
 INSIDE = ("in_think", "in_search", "in_information", "in_answer")
 THINK_PATTERN = re.compile(r"<think>(.*?)</think>", re.DOTALL)
-_TAG_FREE = r"(?:[^<]|<(?!/?(?:think|search|information|answer)>))*"
-# The well-formed turn, the common case, in one match: whitespace, <think>, text without any of the
-# tags, </think>, whitespace, one <search> or <answer> block of such text, whitespace. ``\s`` is
-# what ``str.strip`` drops, so exactly these turns are the ones SequenceChecker passes ending
-# after a search or an answer.
-WELL_FORMED_TURN = re.compile(
-    rf"\s*<think>({_TAG_FREE})</think>\s*<(search|answer)>({_TAG_FREE})</\2>\s*", re.DOTALL
-)
+TAG_IN_TEXT = re.compile(r"</?(?:think|search|information|answer)>")
+
+
+def well_formed_turn(text: str) -> tuple[str, str, str] | None:
+    """The common well-formed turn, read with ``str.find``: whitespace, ``<think>``, text without any of
+    the tags, ``</think>``, whitespace, one ``<search>`` or ``<answer>`` block of such text, whitespace;
+    its think text, action kind and action content, else None.
+
+    Whitespace is what ``str.strip`` drops, as for :class:`SequenceChecker`, so exactly these turns are
+    the ones it passes ending after a search or an answer. Each text ends at the first closing tag of
+    its block, so it is tag-free when no tag occurs before that.
+    """
+    text = text.lstrip()
+    if not text.startswith("<think>"):
+        return None
+    think_end = text.find("</think>", 7)
+    if think_end < 0 or TAG_IN_TEXT.search(text, 7, think_end) is not None:
+        return None
+    rest = text[think_end + 8 :].lstrip()
+    kind = "search" if rest.startswith("<search>") else "answer" if rest.startswith("<answer>") else None
+    if kind is None:
+        return None
+    opening = len(kind) + 2
+    content_end = rest.find(f"</{kind}>", opening)
+    if content_end < 0 or TAG_IN_TEXT.search(rest, opening, content_end) is not None:
+        return None
+    if rest[content_end + opening + 1 :].strip():
+        return None
+    return text[7:think_end], kind, rest[opening:content_end]
 
 
 def cut_response(text: str) -> str:
@@ -103,10 +124,10 @@ class SearchProtocol(ResponseProtocol):
 
     def parse(self, response: object) -> SearchParse:
         text = cut_response(coerce_text(response))
-        turn = WELL_FORMED_TURN.fullmatch(text)
+        turn = well_formed_turn(text)
         if turn is not None:
-            action = f"{turn.group(2)}[{turn.group(3).strip()}]"
-            return SearchParse((action,), True, None, turn.group(1).strip(), text)
+            think, kind, content = turn
+            return SearchParse((f"{kind}[{content.strip()}]",), True, None, think.strip(), text)
         return self.parse_cut(text)
 
     def parse_cut(self, text: str) -> SearchParse:

@@ -22,7 +22,7 @@ index, attempt)``:
 
 An attempt is rejected, and the next attempt number drawn, when the score is
 0, the floor is too small, the layout's content hash (walls, targets, boxes,
-player; :func:`agentenvs.core.split_of_content`) selects another split, or
+player; :func:`agentenvs.core.tasks.split_of_content`) selects another split, or
 the breadth-first solver's minimum solution length falls outside
 ``[min_solution_length, max_solution_length]``.
 

@@ -16,7 +16,7 @@ is the last info with zeroed ``reward_components``, no ``transitions`` and
 ``group``, ``copy`` and ``finished``.
 
 Branching (Monte-Carlo value estimates, tree search): ``snapshot(i)`` takes
-env ``i``'s state (:meth:`agentenvs.core.AgentEnv.snapshot`), ``snapshots(indices)``
+env ``i``'s state (:meth:`agentenvs.core.env.AgentEnv.snapshot`), ``snapshots(indices)``
 several envs' at once;
 ``branch(snapshots)`` starts the N copies of group ``g`` from
 ``snapshots[g]``, so N continuations of one state run as a batch.

@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval_index.analysis import analyze_words  # noqa: F401  (WebShop's analyzer, imported from here)
-from retrieval_index.bm25 import BM25Scorer, index_texts
+from retrieval_index.bm25 import BlockBounds, BM25Scorer, index_texts, load_model, save_model
 
 INDEX_VERSION = 2  # bump when the analyzer or the index files change
 K1 = 0.9
@@ -52,22 +52,21 @@ class BM25Index:
     copies of a GRPO group search for the same keywords again and again).
     """
 
-    def __init__(self, model: object) -> None:
+    def __init__(self, model: object, bounds: BlockBounds | None = None) -> None:
         self.model = model
-        self.scorer = BM25Scorer(model)
+        self.scorer = BM25Scorer(model, bounds=bounds)
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> BM25Index:
         return cls(index_texts(texts, k1=K1, b=B))
 
     def save(self, directory: Path) -> None:
-        self.model.save(str(directory), show_progress=False)  # type: ignore[attr-defined]
+        save_model(self.model, directory)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
-        import bm25s
-
-        return cls(bm25s.BM25.load(str(directory), mmap=True, show_progress=False))
+        """The saved index, memory-mapped; catalogs saved before block bounds were get them computed."""
+        return cls(*load_model(directory))
 
     def scores(self, keywords: str) -> np.ndarray:
         """BM25 score of every document for ``keywords`` (a repeated word counts twice, as in Lucene)."""

@@ -80,7 +80,8 @@ def make_vector_env(config: TrainConfig) -> GroupedVectorEnv:
 def iteration_tasks(config: TrainConfig, iteration: int) -> tuple[int, list[str] | None]:
     """(reset seed, task ids or None) of an iteration: fresh split seeds, or the task pool cycled.
 
-    seed = task_seed_offset + iteration · G; task g = pool[(iteration · G + g) mod |pool|], G = num_groups.
+    ``seed = task_seed_offset + iteration · G``; ``task g = pool[(iteration · G + g) mod |pool|]``,
+    G = num_groups.
     """
     groups = config.env.num_groups
     seed = config.env.task_seed_offset + iteration * groups

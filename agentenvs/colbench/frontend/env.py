@@ -36,7 +36,9 @@ Known hacks        none under the default weights: every turn before the answer
                    pays 0, invalid (empty) ones too (a tie at 0: ColBench pays
                    only the final similarity); ``information`` (weight 0) is
                    potential-based. Showing no page scores 0 (ColBench's
-                   black-image fallback paid for showing nothing)
+                   black-image fallback paid for showing nothing), and so does
+                   a page Chromium cannot render in 10 s (counted in
+                   ``unrenderable_answers``)
 =================  =============================================================
 
 Similarity (``score``): :func:`~agentenvs.colbench.frontend.render.page_similarity`
@@ -64,6 +66,7 @@ from agentenvs.colbench.dialogue import CollaborationEnv
 from agentenvs.colbench.frontend.render import (
     ClipSimilarity,
     PageRenderer,
+    RenderFailed,
     decode_png,
     html_of,
     page_similarity,
@@ -134,6 +137,8 @@ class ColBenchFrontendEnv(CollaborationEnv):
         self.success_threshold = float(success_threshold)
         self._references: OrderedDict[str, bytes] = OrderedDict()
         self.shown_page: str | None = None
+        # answers whose HTML Chromium could not render (scored 0), over this env's life
+        self.unrenderable_answers = 0
 
     def reference_png(self) -> bytes:
         """The reference page's render (cached for the most recent tasks)."""
@@ -161,13 +166,24 @@ class ColBenchFrontendEnv(CollaborationEnv):
         if not isinstance(self.collaborator, LLMDesignCollaborator):
             return super()._reply(message)
         page = html_of(message)
-        agent_png = self.renderer.render_png(page) if page is not None else None
+        try:
+            agent_png = self.renderer.render_png(page) if page is not None else None
+        except RenderFailed:
+            self.unrenderable_answers += 1
+            agent_png = None  # the collaborator sees what it sees when no page was shown
         return self.collaborator.respond_to_renders(agent_png, self.reference_png())
 
     def _judge(self, answer: str) -> tuple[float, str]:
         if self.shown_page is None:
             return 0.0, "No page was shown (<html>...</html> or <body>...</body>): similarity 0.000"
-        image = self.renderer.render(self.shown_page)
+        try:
+            image = self.renderer.render(self.shown_page)
+        except RenderFailed as error:
+            # the answer's own HTML (200k nested tags, a page too slow to lay out) is the agent's
+            # doing: it scores as no page does, says why, and is counted; the reference's render
+            # below is ours, and its failure still raises
+            self.unrenderable_answers += 1
+            return 0.0, f"Your page could not be rendered ({error}): similarity 0.000"
         score = min(1.0, max(0.0, self.similarity(image, self.reference_render())))
         return score, f"Your page's similarity to the reference: {score:.3f}"
 

@@ -1,0 +1,202 @@
+"""ColBench-Frontend's render pool: the pixels of Playwright's own full-page screenshot (the way pages were
+rendered before the pool captured through DevTools), from a single page, a pool and many threads at once,
+and crashed or closed pages replaced, counted and never turned into an image."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import threading
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytest.importorskip("playwright")
+if shutil.which("chromium") is None:
+    pytest.skip("Debian's chromium is not installed", allow_module_level=True)
+
+from agentenvs.colbench.frontend.render import (
+    CHROMIUM_ARGS,
+    VIEWPORT,
+    MAX_WIDTH,
+    SPEND_AUTOFOCUS,
+    PageRenderer,
+    browser_thread,
+    decode_png,
+)
+from agentenvs.colbench.frontend.tasks import DEFAULT_DESIGN, render_page, sample_design
+from agentenvs.core import derive_rng
+
+MAX_HEIGHT = 1200  # below the tall page's height, so that the cut is checked
+
+# Pages that exercise each step of the capture: taller than the cut, wider than the viewport and than the
+# cut, smaller than the viewport, finite and infinite animations and a transition (also in a shadow root),
+# a focused input's caret, bidi and zero-width text with a lone surrogate, an empty document.
+HOSTILE_PAGES = {
+    "tall": "<html><body style='margin:0'>"
+    + "".join(f"<p style='height:40px;background:hsl({i * 7 % 360},60%,70%)'>row {i}</p>" for i in range(60))
+    + "</body></html>",
+    "wide": "<html><body><table border=1><tr>"
+    + "".join(f"<td style='min-width:90px'>cell {i}</td>" for i in range(14))
+    + "</tr></table></body></html>",
+    "wider than the cut": "<html><body><div style='width:5000px;height:60px;"
+    "background:linear-gradient(to right,red,blue)'>wide</div></body></html>",
+    "short": "<body><h1>tiny</h1></body>",
+    "animated": "<html><head><style>"
+    "@keyframes grow { from { width: 10px; background: red } to { width: 300px; background: blue } }"
+    "@keyframes spin { from { transform: rotate(0) } to { transform: rotate(360deg) } }"
+    ".a { height: 50px; animation: grow 30s forwards } .b { width: 80px; height: 80px; background: green;"
+    " animation: spin 2s infinite linear } .c { width: 100px; height: 40px; background: orange;"
+    " transition: width 20s } .c:hover { width: 400px }</style></head>"
+    "<body><div class=a></div><div class=b></div><div class=c></div>"
+    "<div><template shadowrootmode=open><style>p { animation: grow 30s forwards; height: 20px }</style>"
+    "<p>shadow</p></template></div></body></html>",
+    "caret": "<html><body><input autofocus value='typed text'><textarea autofocus>more</textarea>"
+    "<div contenteditable>editable</div></body></html>",
+    "bidi": "<html><body><p>abc \u202eبالعربية\u202c x\u200by\u200dz \u2066עברית\u2069"
+    " lone \ud800 surrogate</p></body></html>",
+    "empty": "<html></html>",
+}
+
+
+def varied_pages() -> list[str]:
+    designs = [{**DEFAULT_DESIGN, "business": business} for business in range(3)]
+    designs += [sample_design(derive_rng(seed, "render-pool")) for seed in range(3)]
+    return [render_page(design) for design in designs] + list(HOSTILE_PAGES.values())
+
+
+def playwright_screenshots(htmls: list[str], executable: str, max_height: int) -> list[np.ndarray]:
+    """Each page as Playwright's own full-page screenshot renders it, cut at ``max_height``."""
+    from playwright.sync_api import sync_playwright
+
+    out = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=list(CHROMIUM_ARGS))
+        context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, java_script_enabled=False)
+        context.route("**/*", lambda route: route.abort())
+        for html in htmls:
+            page = context.new_page()  # a new page each, its autofocus spent as the pool's pages spend theirs
+            page.set_content(SPEND_AUTOFOCUS, wait_until="load")
+            page.screenshot()  # a rendered frame: autofocus has been applied
+            page.set_content(html, wait_until="load")
+            png = page.screenshot(full_page=True, type="png", animations="disabled", caret="hide")
+            pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+            out.append(pixels[:max_height, :MAX_WIDTH])
+            page.close()
+        browser.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def pages_and_expected() -> tuple[list[str], list[np.ndarray]]:
+    htmls = varied_pages()
+    # rendered in a thread: Playwright's sync API refuses a thread whose asyncio loop runs (pytest's may)
+    result: list[list[np.ndarray]] = []
+    thread = threading.Thread(
+        target=lambda: result.append(playwright_screenshots(htmls, shutil.which("chromium"), MAX_HEIGHT))
+    )
+    thread.start()
+    thread.join()
+    return htmls, result[0]
+
+
+def pixels_of(png: bytes) -> np.ndarray:
+    return np.asarray(decode_png(png))
+
+
+def test_the_hostile_pages_exercise_the_cut_the_width_and_the_viewport(pages_and_expected):
+    htmls, expected = pages_and_expected
+    by_name = dict(zip(HOSTILE_PAGES, expected[-len(HOSTILE_PAGES) :]))
+    assert by_name["tall"].shape[0] == MAX_HEIGHT
+    assert VIEWPORT["width"] < by_name["wide"].shape[1] < MAX_WIDTH
+    assert by_name["wider than the cut"].shape[1] == MAX_WIDTH
+    assert by_name["short"].shape[:2] == (VIEWPORT["height"], VIEWPORT["width"])
+    assert len({pixels.tobytes() for pixels in expected}) == len(htmls)
+
+
+def test_single_and_pool_renders_have_playwrights_pixels(pages_and_expected):
+    htmls, expected = pages_and_expected
+    single = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    pool = PageRenderer(max_height=MAX_HEIGHT, pages=4)
+    try:
+        alone = [pixels_of(single.render_png(html)) for html in htmls]
+        batch = [pixels_of(png) for png in pool.render_many_png(htmls + htmls)]
+    finally:
+        single.close()
+        pool.close()
+    assert [a.shape for a in alone] == [e.shape for e in expected]
+    assert [np.array_equal(a, e) for a, e in zip(alone, expected)] == [True] * len(htmls)
+    assert [np.array_equal(b, e) for b, e in zip(batch, expected + expected)] == [True] * (2 * len(htmls))
+    assert single.replaced_pages == pool.replaced_pages == 0
+
+
+def test_renders_from_many_threads_while_pages_are_closed_and_crashed(pages_and_expected):
+    htmls, expected = pages_and_expected
+    pool = PageRenderer(max_height=MAX_HEIGHT, pages=3)
+    results: dict[int, np.ndarray] = {}
+    failures: list[BaseException] = []
+
+    def render(i: int) -> None:
+        try:
+            results[i] = pixels_of(pool.render_png(htmls[i % len(htmls)]))
+        except BaseException as error:  # noqa: BLE001 (asserted below)
+            failures.append(error)
+
+    async def break_idle_pages() -> int:
+        broken = 0
+        for n, pooled in enumerate(list(pool._idle)):  # the pool's own pages: no public way to crash one
+            if n % 2:
+                await pooled.page.close()
+            else:  # Page.crash is never answered: the page's crash is its answer
+                crash = asyncio.ensure_future(pooled.devtools.send("Page.crash"))
+                await asyncio.wait_for(pooled._gone.wait(), timeout=10)
+                crash.cancel()
+            broken += 1
+        return broken
+
+    try:
+        pool.render_many_png(htmls[:3])  # opens the three pages
+        broken = browser_thread().call(break_idle_pages)
+        threads = [threading.Thread(target=render, args=(i,)) for i in range(40)]
+        for thread in threads:
+            thread.start()
+        broken += browser_thread().call(break_idle_pages)  # whatever is idle while the threads render
+        for thread in threads:
+            thread.join()
+    finally:
+        pool.close()
+    assert failures == []
+    assert broken >= 3 and pool.replaced_pages >= 3
+    assert [i for i in range(40) if not np.array_equal(results[i], expected[i % len(htmls)])] == []
+    assert pool.open_pages == 0
+
+
+def test_a_closed_page_is_replaced_before_the_next_render(pages_and_expected):
+    htmls, expected = pages_and_expected
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+
+    async def close_the_page() -> None:
+        await renderer._idle[0].page.close()
+
+    try:
+        first = pixels_of(renderer.render_png(htmls[0]))
+        browser_thread().call(close_the_page)
+        second = pixels_of(renderer.render_png(htmls[1]))
+    finally:
+        renderer.close()
+    assert renderer.replaced_pages == 1 and renderer.open_pages == 0
+    assert np.array_equal(first, expected[0]) and np.array_equal(second, expected[1])
+
+
+def test_a_page_with_autofocus_renders_alike_first_or_after_others(pages_and_expected):
+    htmls, expected = pages_and_expected
+    caret = htmls[len(htmls) - len(HOSTILE_PAGES) + list(HOSTILE_PAGES).index("caret")]
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    try:
+        first = pixels_of(renderer.render_png(caret))  # the page's first document after it opened
+        again = pixels_of(renderer.render_png(caret))  # after a page whose autofocus would have applied
+    finally:
+        renderer.close()
+    assert np.array_equal(first, again)
