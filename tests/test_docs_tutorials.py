@@ -95,7 +95,7 @@ def test_output_blocks_are_found_by_their_mark():
 # ------------------------------------------------------ 01: GiGPO on the CPU
 TRAIN_PAGE = "01-train-gigpo-on-cpu.md"
 TRAIN_SCRIPT = SCRIPTS / "train_gigpo_on_cpu.sh"
-EXPERIMENT_RESULTS = ROOT / "baselines" / "experiments" / "results" / "grpo_vs_gigpo.json"
+EXPERIMENT_RESULTS = ROOT / "baselines" / "experiments" / "results" / "estimators.json"
 
 
 def recorded_gigpo_run() -> list[dict[str, float]]:
@@ -144,7 +144,7 @@ def test_the_curve_reader_refuses_an_empty_run_and_bad_options_with_a_reason(tmp
 
 
 def test_the_scripts_pins_are_the_experiments():
-    from baselines.experiments.grpo_vs_gigpo import PINNED_ENVIRONMENT
+    from baselines.experiments.estimators import PINNED_ENVIRONMENT
 
     (line,) = [
         line for line in TRAIN_SCRIPT.read_text(encoding="utf-8").splitlines() if line.startswith("export ")

@@ -7,7 +7,7 @@
 One row every ``--every`` iterations and one for the last: the episodes seen so
 far, that iteration's success rate, and the moving average of the success rate
 over the last ``--window`` iterations (fewer at the start), the number the
-experiment in ``baselines/experiments/grpo_vs_gigpo.py`` reports as final success.
+experiment in ``baselines/experiments/estimators.py`` reports as final success.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.experiments.grpo_vs_gigpo import moving_average
+from baselines.experiments.estimators import moving_average
 from baselines.metrics import read_jsonl
 
 

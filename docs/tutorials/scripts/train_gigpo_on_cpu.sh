@@ -4,7 +4,7 @@ set -euo pipefail
 OUT=${OUT:-runs/gigpo-sokoban}
 ITERATIONS=${ITERATIONS:-50}
 # Pin the CPU kernels torch and MKL pick, so that any x86-64 CPU with AVX2 trains bit for bit
-# the run recorded in baselines/experiments/results/grpo_vs_gigpo.json.
+# the run recorded in baselines/experiments/results/estimators.json.
 export ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=COMPATIBLE ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 python -m baselines.trainers --config baselines/configs/mini_sokoban.yaml \
