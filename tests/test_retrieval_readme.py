@@ -52,7 +52,13 @@ def test_the_page_quotes_the_full_webshop_catalogs_uncached_cpu_times_from_its_r
         line for line in results.splitlines()
         if line.startswith(f"| 1,181,436 | engine, no cache (blocks of {BLOCK_SIZE}) |")
     ]  # fmt: skip
-    p50_cpu, p95_cpu = (float(cell) for cell in row.split("|")[5:7])
+    p50, p95, p50_cpu, p95_cpu = (float(cell) for cell in row.split("|")[3:7])
+    [previous] = [line for line in results.splitlines() if line.startswith("| 1,181,436 | previous")]
+    previous_p50, previous_p95 = (float(cell) for cell in previous.split("|")[3:5])
     page = " ".join(PAGE.read_text().split())
     assert f"median {p50_cpu:.1f} ms of CPU and {p95_cpu:.1f} ms at the 95th percentile" in page
+    assert f"a median {p50:.2f} ms and {p95:.2f} ms at the 95th percentile of wall-clock time" in page
+    assert f"(exhaustive scoring: {previous_p50:.2f} ms and {previous_p95:.2f} ms)" in page
+    load = results.split("1,181,436 products: block bounds")[1].split("load average (1 / 5 / 15 min) ")[1]
+    assert f"load average {load.split(' / ')[0]}" in page
     assert f"each block of {BLOCK_SIZE} postings" in page

@@ -27,8 +27,8 @@ must reproduce that file's curve exactly. The results
 file ``<results>/estimators.json`` (the summary, the cost, every run's
 success curve and the settings) and the curves ``<results>/estimators.png``
 (mean over seeds, needs matplotlib) go to ``--results``, by default
-``baselines/experiments/results`` in the repo: the README's numbers are
-:func:`readme_sentence` of that file.
+``baselines/experiments/results`` in the repo: the numbers quoted in the docs
+(``docs/reference/baselines.md``) are :func:`readme_sentence` of that file.
 
     python -m baselines.experiments.estimators --seeds 0 1 2 3 4 5 6 7 --out runs/mini
 
@@ -308,7 +308,7 @@ def seed_count(count: int) -> str:
 
 
 def readme_sentence(results: dict[str, Any]) -> str:
-    """The README's sentence about the experiment, from its results file.
+    """The docs' sentence about the experiment (``docs/reference/baselines.md``), from its results file.
 
     Per estimator: the mean ± (population) std of its runs' final success and
     their range; the mean episodes to the threshold over the runs that reach
@@ -558,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(summary, cost, args.threshold, args.window)
     figure = plot(runs, results_dir, args.window)
     print(f"results: {results_path}" + (f", curves: {figure}" if figure else ""))
-    print(f"README: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}")
+    print(f"docs/reference/baselines.md: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}")
     return 0
 
 
