@@ -481,6 +481,13 @@ def write_if_changed(path: Path, data: bytes) -> None:
     temporary.replace(path)
 
 
+def remove_stale_pages(page_dir: Path, written: Sequence[Path], mark: str) -> None:
+    """Delete the pages under ``page_dir`` that start with ``mark`` (generated) but were not written now."""
+    for stale in page_dir.glob("*.md"):
+        if stale not in written and stale.read_text(encoding="utf-8").startswith(mark):
+            stale.unlink()
+
+
 def generate(source_dir: Path, registered: Iterable[EnvEntry] | None = None) -> list[Path]:
     """Write every family's page and pictures under ``source_dir/envs``; delete stale generated files."""
     page_dir = source_dir / PAGE_DIR
@@ -496,9 +503,7 @@ def generate(source_dir: Path, registered: Iterable[EnvEntry] | None = None) -> 
         path = page_dir / f"{family_slug(family)}.md"
         write_if_changed(path, page.encode("utf-8"))
         written.append(path)
-    for stale in page_dir.glob("*.md"):
-        if stale not in written and stale.read_text(encoding="utf-8").startswith(GENERATED_MARK):
-            stale.unlink()
+    remove_stale_pages(page_dir, written, GENERATED_MARK)
     if picture_dir.is_dir():
         for stale in picture_dir.iterdir():
             if stale.name not in pictures:
