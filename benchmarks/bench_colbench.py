@@ -28,7 +28,6 @@ inflates the sandbox's process start-up most).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import statistics
@@ -57,7 +56,7 @@ def colbench_in_process(code: str, calls: tuple[str, ...]) -> list:
 
 def render_timings(repeats: int) -> list[float]:
     """Seconds per render of one built-in page (empty when no browser is installed here)."""
-    if shutil.which("chromium") is None or importlib.util.find_spec("playwright") is None:
+    if shutil.which("chromium") is None:
         return []
     from agentenvs.colbench.frontend.render import PageRenderer
     from agentenvs.colbench.frontend.tasks import generate_page

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that agentenvs uses beside its Python packages, each only when missing:
-#   chromium        ColBench-Frontend's page renderer and the leaderboard's browser test (Playwright drives
-#                   it; no browser download).
+#   chromium        ColBench-Frontend's page renderer (driven over DevTools' pipe) and the browser tests
+#                   (Playwright drives it there; no browser download).
 #   python3-seccomp libseccomp's own Python binding: the ColBench sandbox's syscall filter (loaded from its
 #                   file by the jail; without it the jail runs unfiltered and says so in its isolation).
 # It needs root or password-less sudo, apt-get and the package archive. Where any of them is lacking it

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-pytest.importorskip("playwright")
 if shutil.which("chromium") is None:
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
 

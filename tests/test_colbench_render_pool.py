@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import shutil
+import signal
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +27,7 @@ from agentenvs.colbench.frontend.render import (
     MAX_WIDTH,
     SPEND_AUTOFOCUS,
     PageRenderer,
+    RenderFailed,
     browser_thread,
     decode_png,
 )
@@ -102,6 +107,12 @@ def pages_and_expected() -> tuple[list[str], list[np.ndarray]]:
     return htmls, result[0]
 
 
+async def close_target(pooled) -> None:
+    """Close a pool page's tab in the browser, as a page closed from outside the pool (its context stays)."""
+    await pooled.devtools.send("Target.closeTarget", {"targetId": pooled.target_id})
+    await asyncio.wait_for(pooled._gone.wait(), timeout=10)
+
+
 def pixels_of(png: bytes) -> np.ndarray:
     return np.asarray(decode_png(png))
 
@@ -148,9 +159,9 @@ def test_renders_from_many_threads_while_pages_are_closed_and_crashed(pages_and_
         broken = 0
         for n, pooled in enumerate(list(pool._idle)):  # the pool's own pages: no public way to crash one
             if n % 2:
-                await pooled.page.close()
+                await close_target(pooled)
             else:  # Page.crash is never answered: the page's crash is its answer
-                crash = asyncio.ensure_future(pooled.devtools.send("Page.crash"))
+                crash = pooled.devtools.send("Page.crash", None, pooled.session)
                 await asyncio.wait_for(pooled._gone.wait(), timeout=10)
                 crash.cancel()
             broken += 1
@@ -178,7 +189,7 @@ def test_a_closed_page_is_replaced_before_the_next_render(pages_and_expected):
     renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
 
     async def close_the_page() -> None:
-        await renderer._idle[0].page.close()
+        await close_target(renderer._idle[0])
 
     try:
         first = pixels_of(renderer.render_png(htmls[0]))
@@ -200,3 +211,89 @@ def test_a_page_with_autofocus_renders_alike_first_or_after_others(pages_and_exp
     finally:
         renderer.close()
     assert np.array_equal(first, again)
+
+
+def test_a_render_after_chromium_was_killed_relaunches_it_and_one_in_flight_fails(pages_and_expected):
+    htmls, expected = pages_and_expected
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    # a page Chromium lays out for seconds: a render of it is in flight when the browser dies
+    slow = "<html><body>" + "<div>" * 200_000 + "deep" + "</div>" * 200_000 + "</body></html>"
+    outcome: list[BaseException | bytes] = []
+
+    def kill_chromium() -> None:
+        async def pid() -> int:
+            return (await browser_thread().browser(renderer.executable)).process.pid
+
+        os.kill(browser_thread().call(pid), signal.SIGKILL)
+
+    def render_slow() -> None:
+        try:
+            outcome.append(renderer.render_png(slow))
+        except BaseException as error:  # noqa: BLE001 (asserted below)
+            outcome.append(error)
+
+    try:
+        first = pixels_of(renderer.render_png(htmls[0]))
+        kill_chromium()
+        after_kill = pixels_of(renderer.render_png(htmls[1]))  # a new Chromium, a new page
+        thread = threading.Thread(target=render_slow)
+        thread.start()
+        time.sleep(0.5)
+        kill_chromium()
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+        again = pixels_of(renderer.render_png(htmls[2]))
+    finally:
+        renderer.close()
+    assert np.array_equal(first, expected[0]) and np.array_equal(after_kill, expected[1])
+    assert np.array_equal(again, expected[2])
+    assert len(outcome) == 1 and isinstance(outcome[0], RenderFailed), outcome
+    assert renderer.replaced_pages >= 2
+
+
+def test_a_page_that_navigates_away_leaves_later_renders_as_they_were(pages_and_expected):
+    htmls, expected = pages_and_expected
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    leaving = "<html><head><meta http-equiv='refresh' content='0;url=http://example.invalid/'></head><body>bye</body></html>"
+    try:
+        renderer.render_png(leaving)
+        time.sleep(0.5)  # the refresh's navigation (refused) replaces the page's document meanwhile
+        later = [pixels_of(renderer.render_png(html)) for html in htmls[:2]]
+    finally:
+        renderer.close()
+    assert [np.array_equal(a, e) for a, e in zip(later, expected[:2])] == [True, True]
+
+
+def test_renders_start_no_process_but_chromiums_own(pages_and_expected):
+    htmls, _ = pages_and_expected
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=2)
+    try:
+        renderer.render_many_png(htmls[:2])
+        children = {executable_of(pid) for pid in descendants(os.getpid())} - {None}
+    finally:
+        renderer.close()
+    # Chromium's browser, its helpers (chromium, chrome_crashpad_handler) and nothing else: no driver
+    assert children and all(os.path.basename(path).startswith("chrom") for path in children), children
+
+
+def executable_of(pid: int) -> str | None:
+    """The program ``pid`` runs; None for one that has exited (a zombie has no executable)."""
+    try:
+        return os.path.realpath(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return None
+
+
+def descendants(root: int) -> set[int]:
+    """The processes below ``root``, from Linux's /proc (field 4 of each ``stat``: the parent)."""
+    parent_of = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent_of[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parent_of.items() if parent in frontier} - found
+        found |= frontier
+    return found

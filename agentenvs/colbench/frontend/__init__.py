@@ -6,7 +6,7 @@ pages with hidden design choices, and the official files),
 similarity) and :mod:`~agentenvs.colbench.frontend.env` (the env).
 
 May import: ``agentenvs.core``, the shared modules of :mod:`agentenvs.colbench`
-(``sources``, ``protocol``, ``collaborators``, ``dialogue``), Pillow and,
-for rendering, Playwright (the ``colbench`` extra); never
+(``sources``, ``protocol``, ``collaborators``, ``dialogue``) and Pillow
+(renders need Debian's ``chromium``, no Python package); never
 :mod:`agentenvs.colbench.backend`.
 """
