@@ -1,8 +1,8 @@
 """ALFWorld: our native engine against TextWorld (the reference engine) in one run.
 
-    python benchmarks/bench_alfworld.py [--games 5] [--turns 40] [--resets 10000] [--tasks 40]
+    python benchmarks/bench_alfworld.py [--games 5] [--turns 40] [--resets 10000] [--tasks 40] [--out FILE]
 
-Prints four tables:
+Prints four tables, then the machine's cores and load average before and after the run:
 
 1. steps/s on the same games and the same command sequences (random walks
    over the admissible commands): TextWorld's ``env.step`` (it returns the
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import tempfile
 import time
@@ -171,16 +172,23 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--resets", type=int, default=10_000)
     parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--out", help="also write the printed lines to this file")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    lines: list[str] = []
+
+    def emit(line: str) -> None:
+        print(line)
+        lines.append(line)
 
     task_ids = [f"test-{i:04d}" for i in range(args.games)]
     games = [generate_game("test", i) for i in range(args.games)]
     sequences = walks(games, args.turns)
     our_steps, our_time = time_ours(games, sequences)
     env_steps, env_time = time_env(task_ids, sequences)
-    print(f"## steps/s ({args.games} test games, {our_steps} commands of random admissible walks)\n")
-    print("| engine | steps | seconds | steps/s | ms/step | vs TextWorld |")
-    print("|---|---|---|---|---|---|")
+    emit(f"## steps/s ({args.games} test games, {our_steps} commands of random admissible walks)\n")
+    emit("| engine | steps | seconds | steps/s | ms/step | vs TextWorld |")
+    emit("|---|---|---|---|---|---|")
     reference = None
     if reference_available():
         with tempfile.TemporaryDirectory() as folder:
@@ -191,7 +199,7 @@ def main() -> None:
                 paths.append(path)
             reference = time_reference(paths, sequences)
         ref_steps, ref_time, _, _ = reference
-        print(
+        emit(
             f"| TextWorld (alfworld 0.4.2) | {ref_steps} | {ref_time:.2f} | {ref_steps / ref_time:.0f} | {ref_time / ref_steps * 1000:.2f} | 1.0x |"
         )
     ref_rate = reference[0] / reference[1] if reference else None
@@ -200,37 +208,41 @@ def main() -> None:
         ("agentenvs gym env", env_steps, env_time),
     ):
         ratio = f"{steps / seconds / ref_rate:.0f}x" if ref_rate else "n/a"
-        print(
+        emit(
             f"| {label} | {steps} | {seconds:.2f} | {steps / seconds:.0f} | {seconds / steps * 1000:.2f} | {ratio} |"
         )
 
     fresh, cached = reset_latency(100)
-    print("\n## reset latency (ms)\n")
-    print("| engine | what | mean ms |")
-    print("|---|---|---|")
+    emit("\n## reset latency (ms)\n")
+    emit("| engine | what | mean ms |")
+    emit("|---|---|---|")
     if reference:
-        print(
+        emit(
             f"| TextWorld | load game.tw-pddl + reset | {sum(reference[2]) / len(reference[2]) * 1000:.0f} |"
         )
-        print(f"| TextWorld | reset a loaded game | {sum(reference[3]) / len(reference[3]) * 1000:.0f} |")
-    print(f"| agentenvs | generate game + reset | {fresh:.1f} |")
-    print(f"| agentenvs | reset a recently generated game | {cached:.1f} |")
+        emit(f"| TextWorld | reset a loaded game | {sum(reference[3]) / len(reference[3]) * 1000:.0f} |")
+    emit(f"| agentenvs | generate game + reset | {fresh:.1f} |")
+    emit(f"| agentenvs | reset a recently generated game | {cached:.1f} |")
 
-    print(f"\n## memory over {args.resets} env resets (train split)\n")
-    print("| resets | RSS MiB |")
-    print("|---|---|")
+    emit(f"\n## memory over {args.resets} env resets (train split)\n")
+    emit("| resets | RSS MiB |")
+    emit("|---|---|")
     for count, mib in memory_over_resets(args.resets):
-        print(f"| {count} | {mib:.1f} |")
+        emit(f"| {count} | {mib:.1f} |")
 
-    print(
+    emit(
         f"\n## obs-key groups ({args.tasks} test games; 8 random + 1 expert rollout each; group = same task, same obs key)\n"
     )
-    print("| policy | groups | groups mixing state keys | turns | turns in mixed groups |")
-    print("|---|---|---|---|---|")
+    emit("| policy | groups | groups mixing state keys | turns | turns in mixed groups |")
+    emit("|---|---|---|---|---|")
     for policy, (count, mixed, turns, mixed_turns) in grouping(args.tasks).items():
-        print(
+        emit(
             f"| {policy} | {count} | {mixed} ({mixed / count:.1%}) | {turns} | {mixed_turns} ({mixed_turns / turns:.1%}) |"
         )
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    emit(f"\nOne run on a shared {os.cpu_count()}-core machine ({load})")
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ and adds parsing, the text observation, reward components, state key and
 info. The two run in lockstep on the same seeds and the same uniformly random
 actions (their worlds stay identical, as the differential test proves), each
 call timed on its own, so that both see the same machine load. Rates are
-1 / median time per call, which a shared machine's stalls do not skew.
+1 / median time per call, which a shared machine's stalls do not skew. A
+closing line gives the machine's cores and load average before and after the run.
 
     python benchmarks/bench_babyai.py [--steps 3000] [--resets 100] [--levels GoToLocal BossLevel]
+        [--out FILE]
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import statistics
 import time
+from pathlib import Path
 
 import gymnasium as gym
 from rich.console import Console
@@ -73,7 +77,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--resets", type=int, default=100)
     parser.add_argument("--levels", nargs="+", default=list(DEFAULT_LEVELS))
+    parser.add_argument("--out", help="also write the printed table to this file")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     table = Table(
         title=f"BabyAI: agentenvs text layer vs raw minigrid ({args.steps} random actions per level)"
@@ -100,7 +106,12 @@ def main() -> None:
             f"{median['raw_reset'] * 1e3:.2f}",
             f"{median['our_reset'] * 1e3:.2f}",
         )
-    Console().print(table)
+    console = Console(width=130, record=True)
+    console.print(table)
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    console.print(f"One run on a shared {os.cpu_count()}-core machine ({load})")
+    if args.out:
+        Path(args.out).write_text(console.export_text(), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,12 @@ original engine; ``pip install gym-sokoban``) plays uniform push actions
 Reset latency: *cached* resets a task already generated (what GRPO groups
 do), *uncached* a task never seen (room generation, BFS and first draw);
 gym-sokoban's reset always generates a room. Each figure is the best of
-``--rounds`` rounds, which damps the noise of a shared machine.
+``--rounds`` rounds, which damps the noise of a shared machine. gym-sokoban
+is timed first; the last column gives each agentenvs rate (steps/s, or
+uncached resets/s) as a multiple of gym-sokoban's in the same run, and a
+closing line the machine's cores and load average before and after the run.
 
-    python benchmarks/bench_sokoban.py [--turns 3000] [--resets 200] [--rounds 3]
+    python benchmarks/bench_sokoban.py [--turns 3000] [--resets 200] [--rounds 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import gymnasium as gym
 from rich.console import Console
@@ -130,12 +135,25 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--resets", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", help="also write the printed table to this file")
     args = parser.parse_args()
     rounds, turns = args.rounds, args.turns
+    load_before = os.getloadavg()[0]
+
+    env_module, _, missing = load_reference()
+    reference_steps = reference_resets = None
+    if env_module is not None:
+        reference_steps, reference_resets = best_of(
+            [partial(reference_rows, env_module, turns, args.resets)] * rounds
+        )
 
     table = Table(title="Sokoban 6x6, 1 box: agentenvs vs gym-sokoban (best of rounds)")
-    for column in ("engine", "case", "primitive steps/s", "turns/s", "reset ms"):
+    for column in ("engine", "case", "primitive steps/s", "turns/s", "reset ms", "× gym-sokoban"):
         table.add_column(column, justify="left" if column in ("engine", "case") else "right")
+
+    def times(ours: float, reference: float | None) -> str:
+        """Our rate (steps or resets per second) as a multiple of gym-sokoban's."""
+        return "" if reference is None else f"{ours / reference:.1f}"
 
     for env_id, agent, kwargs in (
         ("agentenvs/Sokoban-v0", "random", {}),
@@ -146,10 +164,15 @@ def main() -> None:
         steps, turn_rate = best_of([partial(play, env_id, agent, turns, **kwargs)] * rounds)
         mode = f", {kwargs['obs_mode']} obs" if kwargs else ""
         table.add_row(
-            "agentenvs", f"{env_id.split('/')[1]} {agent}{mode}", f"{steps:,.0f}", f"{turn_rate:,.0f}", ""
+            "agentenvs",
+            f"{env_id.split('/')[1]} {agent}{mode}",
+            f"{steps:,.0f}",
+            f"{turn_rate:,.0f}",
+            "",
+            times(steps, reference_steps),
         )
     (engine,) = best_of([partial(engine_steps, turns * 10)] * rounds)
-    table.add_row("agentenvs", "room.move alone", f"{engine:,.0f}", "", "")
+    table.add_row("agentenvs", "room.move alone", f"{engine:,.0f}", "", "", times(engine, reference_steps))
 
     # every round needs tasks nobody generated yet: train from far beyond the played
     # seeds, test within its 1,000 tasks
@@ -159,21 +182,40 @@ def main() -> None:
         n = count[split]
         offsets = [first[split] + r * n for r in range(rounds)]
         uncached, cached = best_of([partial(resets, n, split, offset) for offset in offsets])
-        table.add_row("agentenvs", f"reset, {split} split, uncached", "", "", f"{1000 / uncached:.2f}")
-        table.add_row("agentenvs", f"reset, {split} split, cached", "", "", f"{1000 / cached:.3f}")
-        (rate,) = best_of([partial(generation, n, split, offset) for offset in offsets])
-        table.add_row("agentenvs", f"room generation + BFS, {split} split", "", "", f"{1000 / rate:.2f}")
-
-    env_module, _, missing = load_reference()
-    if env_module is None:
-        table.add_row("gym-sokoban", f"not timed: {missing}", "", "", "")
-    else:
-        step_rate, reset_rate = best_of([partial(reference_rows, env_module, turns, args.resets)] * rounds)
         table.add_row(
-            "gym-sokoban", "random push, tiny_rgb_array obs", f"{step_rate:,.0f}", f"{step_rate:,.0f}", ""
+            "agentenvs",
+            f"reset, {split} split, uncached",
+            "",
+            "",
+            f"{1000 / uncached:.2f}",
+            times(uncached, reference_resets),
         )
-        table.add_row("gym-sokoban", "reset (room generation)", "", "", f"{1000 / reset_rate:.2f}")
-    Console(width=130).print(table)
+        table.add_row("agentenvs", f"reset, {split} split, cached", "", "", f"{1000 / cached:.3f}", "")
+        (rate,) = best_of([partial(generation, n, split, offset) for offset in offsets])
+        table.add_row("agentenvs", f"room generation + BFS, {split} split", "", "", f"{1000 / rate:.2f}", "")
+
+    if reference_steps is None:
+        table.add_row("gym-sokoban", f"not timed: {missing}", "", "", "", "")
+    else:
+        table.add_row(
+            "gym-sokoban",
+            "random push, tiny_rgb_array obs",
+            f"{reference_steps:,.0f}",
+            f"{reference_steps:,.0f}",
+            "",
+            "1.0",
+        )
+        reference_reset = f"{1000 / reference_resets:.2f}"
+        table.add_row("gym-sokoban", "reset (room generation)", "", "", reference_reset, "1.0")
+    table.caption = (
+        "× gym-sokoban: our steps/s or resets/s over gym-sokoban's (timed first, in the same run)"
+    )
+    console = Console(width=130, record=True)
+    console.print(table)
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    console.print(f"One run on a shared {os.cpu_count()}-core machine ({load})")
+    if args.out:
+        Path(args.out).write_text(console.export_text(), encoding="utf-8")
 
 
 if __name__ == "__main__":

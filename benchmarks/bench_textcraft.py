@@ -9,9 +9,12 @@ package env is not timed because its resets grow without bound. agentenvs'
 turn includes the action protocol, state key, progress potential and info
 (its engine, ``CraftingWorld``, is also timed alone); its reset is timed on
 the first visit of each task (listing built) and on a second pass (listing
-cached). Every figure is wall time on this machine in this run.
+cached). Every figure is wall time on this machine in this run; the last two
+columns give each rate as a multiple of the package's (its env with the recipe
+lists restored: steps/s, and resets/s from its reset ms), and a closing line
+the machine's cores and load average before and after the run.
 
-    python benchmarks/bench_textcraft.py [--resets 100]
+    python benchmarks/bench_textcraft.py [--resets 100] [--out FILE]
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import time
+from pathlib import Path
 
 import gymnasium as gym
 from rich.console import Console
@@ -138,7 +143,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--resets", type=int, default=100)
+    parser.add_argument("--out", help="also write the printed table to this file")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     seeds = range(args.resets)
     commands = solutions(seeds)
@@ -146,18 +153,28 @@ def main() -> None:
     table = Table(
         title=f"TextCraft: ADaPT seeds 0-{args.resets - 1}, planner's commands ({sum(map(len, commands))} steps)"
     )
-    for column in ("engine", "reset ms", "steps/s"):
+    package = results["textcraft package, recipe lists restored"]
+    for column in ("engine", "reset ms", "steps/s", "resets/s × package", "steps/s × package"):
         table.add_column(column, justify="left" if column == "engine" else "right")
     for engine, result in results.items():
         if not result:
-            table.add_row(engine, "", "")
+            table.add_row(engine, "", "", "", "")
             continue
         rate = result["rate"]
         reset = result["reset"]
         table.add_row(
-            engine, "" if reset is None else f"{reset * 1e3:.3f}", "" if rate is None else f"{rate:,.0f}"
+            engine,
+            "" if reset is None else f"{reset * 1e3:.3f}",
+            "" if rate is None else f"{rate:,.0f}",
+            "" if reset is None else f"{package['reset'] / reset:.2f}",
+            "" if rate is None else f"{rate / package['rate']:.2f}",
         )
-    Console().print(table)
+    console = Console(width=130, record=True)
+    console.print(table)
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    console.print(f"One run on a shared {os.cpu_count()}-core machine ({load})")
+    if args.out:
+        Path(args.out).write_text(console.export_text(), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -6,16 +6,19 @@ fresh task (new seeds each round, so rooms are generated, not cached), then
 step until every episode has ended. Prints, over the step calls, turns/s (one
 turn = one response to one env) and primitive env steps/s
 (``len(info["transitions"])`` summed), and over resets and steps together
-the rollout turns/s a trainer sees.
+the rollout turns/s a trainer sees, and the machine's cores and load average
+before and after the run.
 
     python benchmarks/bench_vector.py [--env agentenvs/Sokoban-v0] [--groups 16]
-        [--group-size 8] [--rounds 10] [--workers 2] [--ray]
+        [--group-size 8] [--rounds 10] [--workers 2] [--ray] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 import gymnasium as gym
 
@@ -71,7 +74,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--ray", action="store_true", help="also time the Ray backend (starts a local Ray)")
+    parser.add_argument("--out", help="also write the printed lines to this file")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    lines: list[str] = []
+
+    def emit(line: str) -> None:
+        print(line)
+        lines.append(line)
 
     runs = [("inprocess", 1), ("subprocess", args.workers)]
     if args.ray:
@@ -79,20 +89,24 @@ def main() -> None:
 
         ray.init(num_cpus=args.workers, include_dashboard=False)
         runs.append(("ray", args.workers))
-    print(f"{args.env}: {args.groups} groups x {args.group_size} copies, random agent, {args.rounds} rounds")
+    emit(f"{args.env}: {args.groups} groups x {args.group_size} copies, random agent, {args.rounds} rounds")
     header = (
         f"{'backend':<11} {'workers':>7} {'startup s':>9} {'reset s':>8} {'step s':>7} {'turns':>7} "
         f"{'turns/s':>8} {'steps/s':>8} {'rollout turns/s':>15}"
     )
-    print(header)
-    print("-" * len(header))
+    emit(header)
+    emit("-" * len(header))
     for backend, workers in runs:
         result = measure(args.env, args.groups, args.group_size, args.rounds, backend, workers)
-        print(
+        emit(
             f"{backend:<11} {workers:>7} {result['startup_s']:>9.2f} {result['reset_s']:>8.2f} "
             f"{result['step_s']:>7.2f} {int(result['turns']):>7} {result['turns_per_s']:>8.0f} "
             f"{result['steps_per_s']:>8.0f} {result['rollout_turns_per_s']:>15.0f}"
         )
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    emit(f"One run on a shared {os.cpu_count()}-core machine ({load})")
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
