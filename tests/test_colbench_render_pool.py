@@ -38,7 +38,8 @@ MAX_HEIGHT = 1200  # below the tall page's height, so that the cut is checked
 
 # Pages that exercise each step of the capture: taller than the cut, wider than the viewport and than the
 # cut, smaller than the viewport, finite and infinite animations and a transition (also in a shadow root),
-# a focused input's caret, bidi and zero-width text with a lone surrogate, an empty document.
+# a focused input's caret, bidi and zero-width text with a lone surrogate, an empty document, control
+# characters (NUL too), and a page of 1.5 MB.
 HOSTILE_PAGES = {
     "tall": "<html><body style='margin:0'>"
     + "".join(f"<p style='height:40px;background:hsl({i * 7 % 360},60%,70%)'>row {i}</p>" for i in range(60))
@@ -63,6 +64,10 @@ HOSTILE_PAGES = {
     "bidi": "<html><body><p>abc \u202eبالعربية\u202c x\u200by\u200dz \u2066עברית\u2069"
     " lone \ud800 surrogate</p></body></html>",
     "empty": "<html></html>",
+    "controls": "<html><body><p>nul \x00 here, \x01\x08\x1b\x7f and \\u0000 written out</p>"
+    "<p>\U0001f600 \u2028 \u2029 \ufeff</p></body></html>",
+    # a megabyte and a half of HTML: DevTools' messages are that long both ways, in many pipe buffers
+    "long": "<html><body>" + "".join(f"<span>word {i} </span>" for i in range(60_000)) + "</body></html>",
 }
 
 
