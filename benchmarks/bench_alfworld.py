@@ -38,6 +38,7 @@ from agentenvs.alfworld.reference import ReferenceGame, reference_available
 from agentenvs.alfworld.world import AlfredWorld
 from agentenvs.core import derive_rng
 from agentenvs.core.registration import make_expert
+from run_record import run_conditions
 
 
 def rss_mib() -> float:
@@ -239,8 +240,7 @@ def main() -> None:
         emit(
             f"| {policy} | {count} | {mixed} ({mixed / count:.1%}) | {turns} | {mixed_turns} ({mixed_turns / turns:.1%}) |"
         )
-    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    emit(f"\nOne run on a shared {os.cpu_count()}-core machine ({load})")
+    emit("\n" + run_conditions(load_before))
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
 

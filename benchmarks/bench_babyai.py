@@ -21,16 +21,15 @@ import io
 import os
 import statistics
 import time
-from pathlib import Path
 
 import gymnasium as gym
-from rich.console import Console
 from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.babyai.describe import TEXT_ACTIONS
 from agentenvs.babyai.tasks import DEFAULT_MIX, make_level
 from agentenvs.core import derive_rng
+from run_record import print_table
 
 DEFAULT_LEVELS = (*DEFAULT_MIX.values(), "BossLevel")
 
@@ -106,12 +105,7 @@ def main() -> None:
             f"{median['raw_reset'] * 1e3:.2f}",
             f"{median['our_reset'] * 1e3:.2f}",
         )
-    console = Console(width=130, record=True)
-    console.print(table)
-    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    console.print(f"One run on a shared {os.cpu_count()}-core machine ({load})")
-    if args.out:
-        Path(args.out).write_text(console.export_text(), encoding="utf-8")
+    print_table(table, load_before, args.out)
 
 
 if __name__ == "__main__":

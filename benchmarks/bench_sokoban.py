@@ -28,10 +28,8 @@ import os
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import gymnasium as gym
-from rich.console import Console
 from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
@@ -40,6 +38,7 @@ from agentenvs.core.registration import make_expert
 from agentenvs.sokoban.generator import GeneratorConfig, format_task_id, load_task
 from agentenvs.sokoban.reference import load_reference
 from agentenvs.sokoban.room import DIRECTIONS, move
+from run_record import print_table
 
 
 def best_of(runs: list[Callable[[], tuple[float, ...]]]) -> tuple[float, ...]:
@@ -210,12 +209,7 @@ def main() -> None:
     table.caption = (
         "× gym-sokoban: our steps/s or resets/s over gym-sokoban's (timed first, in the same run)"
     )
-    console = Console(width=130, record=True)
-    console.print(table)
-    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    console.print(f"One run on a shared {os.cpu_count()}-core machine ({load})")
-    if args.out:
-        Path(args.out).write_text(console.export_text(), encoding="utf-8")
+    print_table(table, load_before, args.out)
 
 
 if __name__ == "__main__":

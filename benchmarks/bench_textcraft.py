@@ -24,10 +24,8 @@ import contextlib
 import io
 import os
 import time
-from pathlib import Path
 
 import gymnasium as gym
-from rich.console import Console
 from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
@@ -35,6 +33,7 @@ from agentenvs.textcraft.planning import plan_commands
 from agentenvs.textcraft.recipes import default_recipes_dir, load_recipe_book
 from agentenvs.textcraft.tasks import textcraft_tasks
 from agentenvs.textcraft.world import CraftingWorld
+from run_record import print_table
 
 
 def solutions(seeds: range) -> list[list[str]]:
@@ -169,12 +168,7 @@ def main() -> None:
             "" if reset is None else f"{package['reset'] / reset:.2f}",
             "" if rate is None else f"{rate / package['rate']:.2f}",
         )
-    console = Console(width=130, record=True)
-    console.print(table)
-    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    console.print(f"One run on a shared {os.cpu_count()}-core machine ({load})")
-    if args.out:
-        Path(args.out).write_text(console.export_text(), encoding="utf-8")
+    print_table(table, load_before, args.out)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import gymnasium as gym
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.agents import make_agent
 from agentenvs.vector import GroupedVectorEnv
+from run_record import run_conditions
 
 
 def measure(
@@ -103,8 +104,7 @@ def main() -> None:
             f"{result['step_s']:>7.2f} {int(result['turns']):>7} {result['turns_per_s']:>8.0f} "
             f"{result['steps_per_s']:>8.0f} {result['rollout_turns_per_s']:>15.0f}"
         )
-    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    emit(f"One run on a shared {os.cpu_count()}-core machine ({load})")
+    emit(run_conditions(load_before))
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
