@@ -33,9 +33,9 @@ from pathlib import Path
 import gymnasium as gym
 
 import agentenvs  # noqa: F401
-from agentenvs.alfworld.generator import game_file, generate_game
-from agentenvs.alfworld.reference import ReferenceGame, reference_available
-from agentenvs.alfworld.world import AlfredWorld
+from agentenvs.envs.alfworld.tasks import game_file, generate_game
+from agentenvs.envs.alfworld.reference import ReferenceGame, reference_available
+from agentenvs.envs.alfworld.world import AlfredWorld
 from agentenvs.core import derive_rng
 from agentenvs.core.registration import make_expert
 from run_record import run_conditions

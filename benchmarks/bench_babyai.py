@@ -26,8 +26,8 @@ import gymnasium as gym
 from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
-from agentenvs.babyai.describe import TEXT_ACTIONS
-from agentenvs.babyai.tasks import DEFAULT_MIX, make_level
+from agentenvs.envs.babyai.describe import TEXT_ACTIONS
+from agentenvs.envs.babyai.tasks import DEFAULT_MIX, make_level
 from agentenvs.core import derive_rng
 from run_record import print_table
 

@@ -1,7 +1,7 @@
 """ColBench: the cost of a sandboxed evaluation, of a question turn, and of a whole episode.
 
 - evaluation: one answer (the reference) on one task's 10 hidden calls,
-  through :class:`~agentenvs.colbench.backend.sandbox.Sandbox` (the budget is
+  through :class:`~agentenvs.envs.colbench.backend.sandbox.Sandbox` (the budget is
   150 ms) in both modes: the fork server (a fresh jail forked from a
   pre-started template per evaluation, the default) and a fresh interpreter
   per evaluation (``fork_server=False``, as the sandbox ran before it; 36 ms
@@ -13,7 +13,7 @@
 - frontend render: one built-in page in the shared Chromium, a second render
   of the same page (the budget is 0.2 s), where Playwright and Debian's
   ``chromium`` are installed;
-- jail start-up, the measurement behind :mod:`agentenvs.colbench.backend.jail`'s
+- jail start-up, the measurement behind :mod:`agentenvs.envs.colbench.backend.jail`'s
   choice of its own namespace code over bubblewrap: a jail forked from the
   template until it is ready, against an interpreter start
   (``python -I -S -c pass``) bare and under Debian's ``bwrap`` (namespaces,
@@ -38,10 +38,10 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from agentenvs.colbench.backend.env import ColBenchEnv
-from agentenvs.colbench.backend.sandbox import Sandbox
-from agentenvs.colbench.backend.tasks import GeneratedTasks
-from agentenvs.colbench.expert import ColBenchExpert
+from agentenvs.envs.colbench.backend.env import ColBenchEnv
+from agentenvs.envs.colbench.backend.sandbox import Sandbox
+from agentenvs.envs.colbench.backend.tasks import GeneratedTasks
+from agentenvs.envs.colbench.expert import ColBenchExpert
 
 
 def colbench_in_process(code: str, calls: tuple[str, ...]) -> list:
@@ -58,8 +58,8 @@ def render_timings(repeats: int) -> list[float]:
     """Seconds per render of one built-in page (empty when no browser is installed here)."""
     if shutil.which("chromium") is None:
         return []
-    from agentenvs.colbench.frontend.render import PageRenderer
-    from agentenvs.colbench.frontend.tasks import generate_page
+    from agentenvs.envs.colbench.frontend.render import PageRenderer
+    from agentenvs.envs.colbench.frontend.tasks import generate_page
 
     page = generate_page("test", 0).reference
     renderer = PageRenderer()

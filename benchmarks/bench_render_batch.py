@@ -43,7 +43,7 @@ from typing import Any
 from PIL import Image
 from rich.progress import track
 
-from agentenvs.colbench.frontend.render import (
+from agentenvs.envs.colbench.frontend.render import (
     CHROMIUM_ARGS,
     MAX_HEIGHT,
     RENDER_TIMEOUT_MS,
@@ -53,7 +53,7 @@ from agentenvs.colbench.frontend.render import (
     decode_png,
     require_chromium,
 )
-from agentenvs.colbench.frontend.tasks import generate_page
+from agentenvs.envs.colbench.frontend.tasks import generate_page
 
 PREVIOUS = "previous: one page, in turn"
 

@@ -22,7 +22,7 @@ documents stored). For each size and engine it prints:
 - agreement: queries whose top 10 equals the other engine's (same passages,
   same order), and the mean share of top-10 passages the two have in common.
   They differ because Lucene stores each passage length in one byte (see
-  tests/test_retrieval_pyserini.py).
+  tests/retrieval/test_pyserini.py).
 """
 
 from __future__ import annotations

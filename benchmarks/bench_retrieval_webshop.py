@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentenvs.webshop.generator import generated_catalog
+from agentenvs.envs.webshop.tasks import generated_catalog
 from retrieval_index.bm25 import BLOCK_SIZE, BOUNDS_META, BlockBounds, BM25Scorer
 
 

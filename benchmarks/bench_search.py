@@ -52,10 +52,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from agentenvs.search.data import builtin_retriever
-from agentenvs.search.env import SearchEnv
-from agentenvs.search.expert import SearchExpert
-from agentenvs.search.questions import STYLES
+from agentenvs.envs.search.tasks import builtin_retriever
+from agentenvs.envs.search.env import SearchEnv
+from agentenvs.envs.search.expert import SearchExpert
+from agentenvs.envs.search.questions import STYLES
 
 
 @dataclass(frozen=True)

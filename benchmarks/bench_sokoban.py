@@ -35,9 +35,9 @@ from rich.table import Table
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import derive_rng
 from agentenvs.core.registration import make_expert
-from agentenvs.sokoban.generator import GeneratorConfig, format_task_id, load_task
-from agentenvs.sokoban.reference import load_reference
-from agentenvs.sokoban.room import DIRECTIONS, move
+from agentenvs.envs.sokoban.tasks import GeneratorConfig, format_task_id, load_task
+from agentenvs.envs.sokoban.reference import load_reference
+from agentenvs.envs.sokoban.room import DIRECTIONS, move
 from run_record import print_table
 
 

@@ -29,10 +29,10 @@ import gymnasium as gym
 from rich.table import Table
 
 import agentenvs  # noqa: F401  (registers the ids)
-from agentenvs.textcraft.planning import plan_commands
-from agentenvs.textcraft.recipes import default_recipes_dir, load_recipe_book
-from agentenvs.textcraft.tasks import textcraft_tasks
-from agentenvs.textcraft.world import CraftingWorld
+from agentenvs.envs.textcraft.planning import plan_commands
+from agentenvs.envs.textcraft.recipes import default_recipes_dir, load_recipe_book
+from agentenvs.envs.textcraft.tasks import textcraft_tasks
+from agentenvs.envs.textcraft.world import CraftingWorld
 from run_record import print_table
 
 

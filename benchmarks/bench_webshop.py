@@ -38,8 +38,8 @@ import time
 WORKER = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
-from agentenvs.webshop.env import WebShopEnv
-from agentenvs.webshop.expert import WebShopExpert
+from agentenvs.envs.webshop.env import WebShopEnv
+from agentenvs.envs.webshop.expert import WebShopExpert
 env = WebShopEnv(split="test", num_products=int(sys.argv[1]), cache_dir=sys.argv[2] or None)
 obs, info = env.reset(seed=0)
 load_s = time.perf_counter() - t0
@@ -106,7 +106,7 @@ def finish(process: subprocess.Popen) -> dict:
 
 
 def build(size: int, cache_dir: str | None) -> str:
-    from agentenvs.webshop.generator import generated_catalog, generated_catalog_dir
+    from agentenvs.envs.webshop.tasks import generated_catalog, generated_catalog_dir
 
     if (generated_catalog_dir(size, 0, cache_dir) / "meta.json").exists():
         return "cached"
@@ -163,7 +163,7 @@ def main() -> None:
             f" {workers:>24}",
             flush=True,
         )
-    from agentenvs.webshop.generator import generated_catalog
+    from agentenvs.envs.webshop.tasks import generated_catalog
 
     catalog = generated_catalog(args.sizes[0], 0, cache_dir=args.cache_dir or None)
     queries = [catalog.goal(i).name.lower() for i in range(min(args.queries, catalog.num_goals))]

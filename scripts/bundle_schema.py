@@ -10,7 +10,7 @@ required, its type and its constraints.
     python scripts/bundle_schema.py --write    # replace the table in the page
     python scripts/bundle_schema.py --check    # exit 1 when the page differs
 
-``tests/test_leaderboard_readme.py`` runs ``--check``'s comparison in the default suite.
+``tests/leaderboard/test_leaderboard_readme.py`` runs ``--check``'s comparison in the default suite.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ a row whose text equals the row above reads "as above").
     python scripts/hacks_column.py --write    # write it into the page
     python scripts/hacks_column.py --check    # exit 1 when the page differs
 
-``tests/test_reward_hacking.py`` runs ``--check``'s comparison in the default suite.
+``tests/core/test_reward_hacking.py`` runs ``--check``'s comparison in the default suite.
 """
 
 from __future__ import annotations

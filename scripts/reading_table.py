@@ -7,7 +7,7 @@ what the env did with it, so the table shows behaviour, not intent.
     python scripts/reading_table.py --write    # replace the table in the page
     python scripts/reading_table.py --check    # exit 1 when the page differs
 
-``tests/test_reading_rule.py`` runs ``--check``'s comparison in the default suite.
+``tests/core/test_reading_rule.py`` runs ``--check``'s comparison in the default suite.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Record BALROG's BabyAI text on random walks: the reference ``tests/test_babyai_balrog_reference.py`` replays.
+"""Record BALROG's BabyAI text on random walks: the reference ``tests/envs/babyai/test_babyai_balrog_reference.py`` replays.
 
 BALROG's BabyAI observations are the ``descriptions`` its minigrid fork
 (BartekCupial/Minigrid, ``MiniGridEnv.gen_graph``) writes into ``info``, joined
@@ -10,7 +10,7 @@ so this script runs them from unpacked copies, outside agentenvs:
     git -C <BALROG git dir> archive af7d1f1 balrog/environments/babyai_text | tar -x -C /tmp/balrog
     python scripts/record_babyai_balrog_reference.py --minigrid /tmp/balrog_minigrid --balrog /tmp/balrog
 
-The worlds are the default mix's levels (:data:`agentenvs.babyai.tasks.DEFAULT_MIX`)
+The worlds are the default mix's levels (:data:`agentenvs.envs.babyai.tasks.DEFAULT_MIX`)
 built on the fork's engine: the four minigrid levels from the fork's own
 registry, and agentenvs' ``PickUpSeqGoToLocal`` (which minigrid lacks) as a
 subclass of the fork's ``RoomGridLevel``. Each task is played by a random walk
@@ -61,7 +61,7 @@ def import_fork(minigrid_root: Path):
 
 
 def record_episode(wrapper_class: type, level: str, seed: int, steps: int, rng: np.random.Generator) -> dict:
-    from agentenvs.babyai.tasks import make_level
+    from agentenvs.envs.babyai.tasks import make_level
 
     env = wrapper_class(make_level(level))
     with contextlib.redirect_stdout(io.StringIO()):  # "Sampling rejected" from some levels
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import_fork(args.minigrid)
     wrapper_class = load_balrog_wrapper(args.balrog)
-    from agentenvs.babyai.tasks import DEFAULT_MIX, SPLIT_SEEDS
+    from agentenvs.envs.babyai.tasks import DEFAULT_MIX, SPLIT_SEEDS
 
     seeds = SPLIT_SEEDS["test"][: args.seeds]
     episodes = []

@@ -15,7 +15,7 @@ the end where one is possible), recorded in the ``text``, ``text_rich`` and
 Two things are set from outside, and only these: spaCy's ``en_core_web_sm``,
 which the original's reward uses to find title nouns, ships in no registry
 reachable here, so agentenvs' fallback noun finder
-(:func:`agentenvs.webshop.reward.title_nouns` with ``"fallback"``) stands in;
+(:func:`agentenvs.envs.webshop.reward.title_nouns` with ``"fallback"``) stands in;
 and the prices and price caps, which the original draws from the unseeded
 global RNG, are set to agentenvs' per-ASIN draws. Everything else is the
 original's code.
@@ -59,14 +59,14 @@ class FallbackNouns:
     def __call__(self, text: str) -> list[Any]:
         from types import SimpleNamespace
 
-        from agentenvs.webshop.reward import title_nouns
+        from agentenvs.envs.webshop.reward import title_nouns
 
         return [SimpleNamespace(text=noun, pos_="NOUN") for noun in title_nouns(text, "fallback")]
 
 
 def write_products(webshop: Path, count: int) -> tuple[list[dict], dict]:
     """The built-in generator's first ``count`` products, where the original reads its data."""
-    from agentenvs.webshop.generator import raw_products
+    from agentenvs.envs.webshop.tasks import raw_products
 
     raws, notes = [], {}
     for raw, note in raw_products(count):
@@ -114,7 +114,7 @@ def draw_prices_as_agentenvs_does(server: Any) -> None:
     price cap, from the unseeded global RNG, so every run has its own; setting
     them to the draws agentenvs makes (same distributions) lets the two agree.
     """
-    from agentenvs.webshop.official import draw_price, price_cap
+    from agentenvs.envs.webshop.official import draw_price, price_cap
 
     for product in server.all_products:
         server.product_prices[product["asin"]] = draw_price(product["asin"], product["pricing"])

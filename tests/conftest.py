@@ -16,6 +16,15 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture(scope="module")
+def private_search_cache(tmp_path_factory: pytest.TempPathFactory) -> Generator[None, None, None]:
+    """Search's built-in worlds built into a cache of the module's own, with no data folder set."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENTENVS_CACHE", str(tmp_path_factory.mktemp("search-cache")))
+        patch.delenv("AGENTENVS_DATA", raising=False)
+        yield
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield

@@ -1,7 +1,7 @@
 """The registry: one :class:`EnvEntry` per ``agentenvs/<Name>-v0`` id, and every query about them.
 
 ``import agentenvs`` runs :func:`register_all`: each family package
-(``agentenvs/<family>/__init__.py``) lists its envs in a module-level ``ENVS``
+(``agentenvs/envs/<family>/__init__.py``) lists its envs in a module-level ``ENVS``
 tuple of entries, and every entry is registered with gymnasium. An entry names
 the code behind its id by ``"module:attr"`` import strings only (the env
 class, the expert, the random policy), so registering imports no env and never
@@ -17,7 +17,7 @@ import strings only; it imports ``agentenvs.core`` and itself (Search and
 WebShop also ``retrieval_index``), never a sibling family,
 ``agentenvs.agents``/``eval``/``cli``, ``baselines`` or ``leaderboard``; its
 env side (env, world, tasks) never imports its expert, which imports the env
-side. ``tests/test_layout.py`` checks all of it on the import graph.
+side. ``tests/core/test_layout.py`` checks all of it on the import graph.
 
 May import: the standard library and gymnasium. It finds the family packages
 on its package's directory and imports them with :mod:`importlib`, so no
@@ -41,10 +41,9 @@ from agentenvs.core.untrusted import short_repr
 
 NAMESPACE = "agentenvs"
 RANDOM_AGENT = "agentenvs.agents.scripted:RandomAgent"
-# Subpackages of agentenvs that hold no env family; registering never imports them.
-NOT_FAMILIES = frozenset({"agents", "core", "diagnostics", "eval", "integrations", "vector"})
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
-PACKAGE = __name__.rsplit(".", 2)[0]
+# Every package under agentenvs/envs/ is a family; nothing else is scanned.
+FAMILIES_DIR = Path(__file__).resolve().parent.parent / "envs"
+FAMILIES_PACKAGE = __name__.rsplit(".", 2)[0] + ".envs"
 
 
 @dataclass(frozen=True)
@@ -90,19 +89,15 @@ ENTRIES: dict[str, EnvEntry] = {}
 
 
 def family_packages() -> list[str]:
-    """The subpackages of ``agentenvs`` that may hold families, alphabetically."""
-    return sorted(
-        module.name
-        for module in pkgutil.iter_modules([str(PACKAGE_DIR)])
-        if module.ispkg and module.name not in NOT_FAMILIES
-    )
+    """The family packages, the subpackages of ``agentenvs.envs``, alphabetically."""
+    return sorted(module.name for module in pkgutil.iter_modules([str(FAMILIES_DIR)]) if module.ispkg)
 
 
 def discover() -> list[EnvEntry]:
     """Every family's entries, families in alphabetical order."""
     found: list[EnvEntry] = []
     for name in family_packages():
-        found.extend(getattr(importlib.import_module(f"{PACKAGE}.{name}"), "ENVS", ()))
+        found.extend(getattr(importlib.import_module(f"{FAMILIES_PACKAGE}.{name}"), "ENVS", ()))
     return found
 
 

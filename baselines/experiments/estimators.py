@@ -81,7 +81,7 @@ class Estimator:
     label: str
 
 
-# Only the algorithm sections differ (tests/test_baselines_experiment.py checks the rest).
+# Only the algorithm sections differ (tests/baselines/test_experiment.py checks the rest).
 ESTIMATORS = {
     "grpo": Estimator(CONFIGS / "mini_sokoban.yaml", ("algorithm.estimator=grpo",), "GRPO"),
     "gigpo": Estimator(CONFIGS / "mini_sokoban.yaml", ("algorithm.estimator=gigpo",), "GiGPO"),

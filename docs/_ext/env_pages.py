@@ -326,7 +326,7 @@ def page_pair_picture(env_id: str) -> Picture:
     task's ``default_answer`` (what ColBench's answer-at-once baseline sends),
     and the caption carries the env's own judged score of it.
     """
-    from agentenvs.colbench.expert import AnswerAtOnce
+    from agentenvs.envs.colbench.expert import AnswerAtOnce
 
     env = gym.make(env_id)
     try:

@@ -6,4 +6,4 @@ cp docs/tutorials/scripts/test_lock.py tests/test_lock.py  # the family's own te
 
 python docs/tutorials/scripts/play_lock.py               # registered, gym.make, the expert opens every test lock
 python -m pytest -q tests/test_lock.py                   # the family's rules
-python -m pytest -q tests/test_contract.py tests/test_layout.py tests/test_reward_hacking.py -k "Lock-v0 and not Unlock or test_layout"
+python -m pytest -q tests/core/test_contract.py tests/core/test_layout.py tests/core/test_reward_hacking.py -k "Lock-v0 and not Unlock or test_layout"

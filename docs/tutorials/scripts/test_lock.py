@@ -1,6 +1,6 @@
 """The Lock family's own tests: its rules, its task source, its expert, hostile replies.
 
-The suite's contract tests (``tests/test_contract.py``) cover what every
+The suite's contract tests (``tests/core/test_contract.py``) cover what every
 family shares: they run on every registered id, this one included.
 """
 

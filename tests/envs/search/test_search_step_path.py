@@ -1,0 +1,140 @@
+"""Search QA: the shortcuts of a turn's bookkeeping give what the general rules give.
+
+The collapsed passage body, the state key assembled from its parts, the
+information kept per sequence of rows, the bare-action fast path; and what a
+caller does to a turn's info leaves the env and its later turns as they were.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+
+import numpy as np
+import pytest
+
+from agentenvs.core.keys import stable_digest, text_key
+from agentenvs.envs.search.env import (
+    OTHER_ASCII_WHITESPACE,
+    PRESETS,
+    PassageLines,
+    SearchEnv,
+    collapsed_body,
+    format_passages,
+    passage_body,
+)
+from agentenvs.envs.search.expert import SearchExpert
+
+SMALL = 3000
+
+# The built-in worlds in a private cache, with no data folder.
+pytestmark = pytest.mark.usefixtures("private_search_cache")
+
+
+def test_every_whitespace_character_but_the_space_is_non_printable_or_listed():
+    # collapsed_body's premise: a body that passes its check holds no whitespace str.split() sees
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if char.isspace() and char != " ":
+            assert not char.isprintable() and (code >= 128 or code in OTHER_ASCII_WHITESPACE), hex(code)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain words here.", "", " ", "two  spaces", "trailing ", "tab\there", "nl\nhere", "\x1cfs", "\x1f",
+     "\x0bvt", "\x0cff", "\rcr", "nbsp\u00a0here", "ideo\u3000space", "line\u2028sep", "zero\u200bwidth",
+     "bidi \u202eabc\u202c", "lone \ud800 surrogate", "é accent", "ends with nbsp\u00a0", "\x85next",
+     "many   spaces   inside", "x" * 5000 + "  y"],
+)  # fmt: skip
+@pytest.mark.parametrize("title", ["Title", "", "  padded  ", "tab\ttitle", "Ünïcode"])
+def test_collapsed_body_is_the_split_and_joined_body(title, text):
+    body = passage_body(f"{title}\n{text}")
+    assert collapsed_body(body) == " ".join(body.split())
+
+
+def test_random_bodies_collapse_as_split_and_join():
+    rng = np.random.default_rng(0)
+    alphabet = list("ab .,()") + [" ", "  ", "\t", "\n", "\x1c", "\u00a0", "\u2003", "\u200b", "é", "\u3000"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
+        body = passage_body(f"t\n{text}")
+        assert collapsed_body(body) == " ".join(body.split()), repr(text)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_the_assembled_state_key_is_the_digest_of_the_state_key_data(preset):
+    env = SearchEnv("hotpotqa", split="test", corpus_passages=SMALL, reward_preset=preset)
+    rng = np.random.default_rng(5)
+    # (compared after each turn: under search-r1 the turn's key is taken before its observation joins
+    # the sequence state, so the info's key is the one of the moment before)
+    for seed in range(12):
+        obs, info = env.reset(seed=seed)
+        assert info["state_key"] == env._compute_state_key() == stable_digest(env._state_key_data())
+        done = False
+        while not done:
+            response = SearchExpert(env).act(obs, info) if rng.random() < 0.5 else env.sample_action(rng)
+            obs, _, terminated, truncated, info = env.step(response)
+            assert env._compute_state_key() == stable_digest(env._state_key_data())
+            done = terminated or truncated
+
+
+def test_information_kept_per_rows_is_recomputed_alike_after_eviction():
+    env = SearchEnv("hotpotqa", split="test", corpus_passages=SMALL)
+    corpus = env.retriever.corpus
+    from retrieval_index.types import RetrievedPassage
+
+    lines = PassageLines(capacity=2)  # rows and results are evicted and made again
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        rows = rng.integers(0, len(corpus), size=int(rng.integers(1, 4))).tolist()
+        hits = [RetrievedPassage(corpus[row], 1.0, row) for row in rows]
+        expected = f"\n\n<information>{format_passages(hits).strip()}</information>\n\n"
+        assert lines.information(hits) == (expected, text_key(expected))
+        assert len(lines._rows) <= 2 and len(lines._results) <= 2
+
+
+@pytest.mark.parametrize(
+    "action", ["search[q]", "answer[a]", "search[]", "search[ a ] ]", "search[x]\n", " search[x]", "searchx[y]",
+               "answer[[nested]]", "answer]", "search[\u202eq\u200b]", "Search[q]"],
+)  # fmt: skip
+def test_the_bare_action_fast_path_reads_as_the_pattern(action):
+    from agentenvs.core.env import InvalidAction
+    from agentenvs.envs.search.protocol import BARE_PATTERN
+
+    env = SearchEnv("hotpotqa", split="test", corpus_passages=SMALL)
+    bare = BARE_PATTERN.match(action)
+    if bare is None:
+        with pytest.raises(InvalidAction):
+            env._parse_action(action)
+    else:
+        parsed = env._parse_action(action)
+        assert (parsed.kind, parsed.content) == (bare.group(1), bare.group(2).strip())
+
+
+def test_a_caller_mutating_every_info_value_changes_neither_the_env_nor_its_later_turns():
+    def play(mutate: bool) -> list:
+        env = SearchEnv("musique", split="test", corpus_passages=SMALL, reward_preset="mt-ppo")
+        turns = []
+        for seed in (0, 1):
+            obs, info = env.reset(seed=seed)
+            done = False
+            while not done:
+                seen = copy.deepcopy(info)
+                turns.append(seen)
+                if mutate:
+                    for value in info.get("privileged", {}).values():
+                        if isinstance(value, list):
+                            value.append("injected")
+                    for value in info.values():
+                        if isinstance(value, list):
+                            value.clear()
+                        elif isinstance(value, dict):
+                            value.update({"outcome": 9.0})
+                    info.clear()
+                obs, reward, terminated, truncated, info = env.step(SearchExpert(env).act(obs, seen))
+                turns.append((obs, reward))
+                done = terminated or truncated
+            turns.append(copy.deepcopy(info))
+        return turns
+
+    assert play(mutate=True) == play(mutate=False)
