@@ -14,7 +14,7 @@ no edge.
 
 Rules: no cycle; arrows point one way (``agentenvs`` never imports
 ``baselines`` or ``leaderboard``; ``agentenvs.core`` imports only itself); a
-family (a subpackage of ``agentenvs`` whose ``__init__`` lists ``ENVS``)
+family (a subpackage of ``agentenvs.envs`` whose ``__init__`` lists ``ENVS``)
 imports nothing of ``agentenvs`` but ``agentenvs.core`` and itself, and
 ``retrieval_index`` only where DESIGN.md allows it (Search, WebShop); an env
 module never reaches its expert; every registry entry's expert and random
@@ -130,9 +130,9 @@ def reachable(graph: Graph, start: str) -> set[str]:
 
 
 def family_packages(root: Path) -> list[str]:
-    """Subpackages of ``agentenvs`` whose ``__init__`` assigns ``ENVS`` at module level."""
+    """Subpackages of ``agentenvs.envs`` whose ``__init__`` assigns ``ENVS`` at module level."""
     families = []
-    for init in sorted((root / "agentenvs").glob("*/__init__.py")):
+    for init in sorted((root / "agentenvs" / "envs").glob("*/__init__.py")):
         tree = ast.parse(init.read_text(encoding="utf-8"))
         names = {
             target.id
@@ -150,7 +150,7 @@ def family_violations(graph: Graph, families: Iterable[str]) -> list[str]:
     """``"a imports b"`` for each family module edge the layout forbids."""
     found = []
     for family in families:
-        own = f"agentenvs.{family}"
+        own = f"agentenvs.envs.{family}"
         for module in sorted(m for m in graph if m == own or m.startswith(own + ".")):
             for target in sorted(graph[module]):
                 allowed = (
@@ -217,18 +217,19 @@ def test_the_checker_flags_a_family_importing_a_sibling_or_the_agents(tmp_path):
             "agentenvs/__init__.py": "",
             "agentenvs/core/__init__.py": "",
             "agentenvs/agents/__init__.py": "",
-            "agentenvs/cats/__init__.py": "ENVS = ()\n",
-            "agentenvs/cats/env.py": "from agentenvs.core import x\nfrom agentenvs.dogs.world import y\n",
-            "agentenvs/dogs/__init__.py": "ENVS = ()\n",
-            "agentenvs/dogs/world.py": "def f():\n    import agentenvs.agents\n",
+            "agentenvs/envs/__init__.py": "",
+            "agentenvs/envs/cats/__init__.py": "ENVS = ()\n",
+            "agentenvs/envs/cats/env.py": "from agentenvs.core import x\nfrom agentenvs.envs.dogs.world import y\n",
+            "agentenvs/envs/dogs/__init__.py": "ENVS = ()\n",
+            "agentenvs/envs/dogs/world.py": "def f():\n    import agentenvs.agents\n",
         },
     )
     graph = import_graph(tmp_path, ["agentenvs"])
     families = family_packages(tmp_path)
     assert families == ["cats", "dogs"]
     assert family_violations(graph, families) == [
-        "agentenvs.cats.env imports agentenvs.dogs.world",
-        "agentenvs.dogs.world imports agentenvs.agents",
+        "agentenvs.envs.cats.env imports agentenvs.envs.dogs.world",
+        "agentenvs.envs.dogs.world imports agentenvs.agents",
     ]
 
 
@@ -250,9 +251,9 @@ def test_families_import_only_core_and_themselves(graph):
 
 
 def test_the_registry_imports_exactly_the_family_packages():
-    """Registering imports every package it does not list as no family: a new non-family package is listed."""
+    """Registering scans agentenvs/envs/ alone: every package there is a family, and nothing else is."""
     assert registration.family_packages() == family_packages(ROOT)
-    assert {entry.entry_point.split(".")[1] for entry in agentenvs.ENV_ENTRIES} == set(family_packages(ROOT))
+    assert {entry.entry_point.split(".")[2] for entry in agentenvs.ENV_ENTRIES} == set(family_packages(ROOT))
 
 
 def test_no_env_module_reaches_its_expert(graph):
@@ -326,6 +327,6 @@ def test_the_leaderboard_imports_nothing_from_the_cli(graph):
 def test_family_packages_import_only_the_registry(graph):
     """Registering stays import-light: a family's ``__init__`` names its code by import strings only."""
     assert {
-        f"agentenvs.{family}": graph[f"agentenvs.{family}"] - {"agentenvs.core.registration"}
+        f"agentenvs.envs.{family}": graph[f"agentenvs.envs.{family}"] - {"agentenvs.core.registration"}
         for family in family_packages(ROOT)
-    } == {f"agentenvs.{family}": set() for family in family_packages(ROOT)}
+    } == {f"agentenvs.envs.{family}": set() for family in family_packages(ROOT)}
