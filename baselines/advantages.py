@@ -382,7 +382,7 @@ def gigpo_advantages(
     if len(anchor_keys) != count or len(group_ids) != count:
         raise ValueError("step_rewards, anchor_keys and group_ids must have one entry per trajectory")
     rewards = [np.asarray(r, dtype=np.float64) for r in step_rewards]
-    for i, (r, keys) in enumerate(zip(rewards, anchor_keys)):
+    for i, (r, keys) in enumerate(zip(rewards, anchor_keys, strict=False)):
         if r.shape[0] != len(keys):
             raise ValueError(f"trajectory {i}: {r.shape[0]} rewards but {len(keys)} anchor keys")
     totals = np.array([r.sum() for r in rewards])
@@ -411,7 +411,7 @@ def gigpo_advantages(
             deviations = normalized_deviation(
                 values, normalize=normalize, ddof=ddof, eps=eps, eps_mode=eps_mode
             )
-            for (i, t), value in zip(visits, deviations):
+            for (i, t), value in zip(visits, deviations, strict=False):
                 step[i][t] = value
 
     advantages = [episode[i] + omega * step[i] for i in range(count)]
@@ -471,7 +471,7 @@ def mt_grpo_advantages(
             having = [i for i in members if intermediate[i].shape[0] > turn]
             pool = members if released else having
             values = np.array([intermediate[i][turn] if i in having else 0.0 for i in pool])
-            for i, value in zip(pool, normalized_deviation(values, **norm)):
+            for i, value in zip(pool, normalized_deviation(values, **norm), strict=False):
                 if i in having:
                     intermediate_adv[i][turn] = value
 
@@ -631,7 +631,7 @@ def ranked_candidate_pairs(
     ascending = np.argsort(values, kind="stable")
     if mode == "ranked":
         order = np.argsort(-values, kind="stable")
-        pairs = [(int(a), int(b)) for a, b in zip(order[:half], order[count - half :])]
+        pairs = [(int(a), int(b)) for a, b in zip(order[:half], order[count - half :], strict=False)]
         return pairs if num_pairs is None else pairs[:num_pairs]
     if mode != "random_halves":
         raise ValueError(f"mode must be 'ranked' or 'random_halves', got {mode!r}")

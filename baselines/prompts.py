@@ -162,8 +162,10 @@ class PromptTemplate:
             blocks = " or ".join(f"<{tag}> </{tag}>" for tag in answer.action_tags)
             give = f"give your action inside {blocks}"
         else:
-            give = "write your message after it, with no tags around it" if self.think else (
-                "write your message with no tags around it"
+            give = (
+                "write your message after it, with no tags around it"
+                if self.think
+                else ("write your message with no tags around it")
             )
         several = (
             f" You may give up to {answer.max_actions} actions, separated by ' {answer.separator} ', "

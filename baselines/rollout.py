@@ -322,7 +322,7 @@ class RolloutEngine:
             generation_s += time.perf_counter() - started
             responses: list[str | None] = [None] * count
             snapshots = self.vec.snapshots(running) if record_snapshots else {}
-            for i, (prompt_text, prompt), response_ids in zip(running, rendered, sampled):
+            for i, (prompt_text, prompt), response_ids in zip(running, rendered, sampled, strict=False):
                 text = self.tokenizer.decode(response_ids, skip_special_tokens=True)
                 responses[i] = text
                 info = infos[i]

@@ -31,14 +31,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import gymnasium as gym
+from run_record import run_conditions
 
 import agentenvs  # noqa: F401
-from agentenvs.envs.alfworld.tasks import game_file, generate_game
-from agentenvs.envs.alfworld.reference import ReferenceGame, reference_available
-from agentenvs.envs.alfworld.world import AlfredWorld
 from agentenvs.core import derive_rng
 from agentenvs.core.registration import make_expert
-from run_record import run_conditions
+from agentenvs.envs.alfworld.reference import ReferenceGame, reference_available
+from agentenvs.envs.alfworld.tasks import game_file, generate_game
+from agentenvs.envs.alfworld.world import AlfredWorld
 
 
 def rss_mib() -> float:
@@ -67,7 +67,7 @@ def walks(games: list, turns: int) -> list[list[str]]:
 
 def time_ours(games: list, sequences: list[list[str]]) -> tuple[int, float]:
     steps, elapsed = 0, 0.0
-    for game, commands in zip(games, sequences):
+    for game, commands in zip(games, sequences, strict=False):
         world = AlfredWorld(game.problem, game.goal_text)
         start = time.perf_counter()
         for command in commands:
@@ -82,7 +82,7 @@ def time_ours(games: list, sequences: list[list[str]]) -> tuple[int, float]:
 def time_env(task_ids: list[str], sequences: list[list[str]]) -> tuple[int, float]:
     env = gym.make("agentenvs/ALFWorld-v0", split="test").unwrapped
     steps, elapsed = 0, 0.0
-    for task_id, commands in zip(task_ids, sequences):
+    for task_id, commands in zip(task_ids, sequences, strict=False):
         env.reset(options={"task_id": task_id})
         start = time.perf_counter()
         for command in commands:
@@ -96,7 +96,7 @@ def time_reference(
     paths: list[Path], sequences: list[list[str]]
 ) -> tuple[int, float, list[float], list[float]]:
     steps, elapsed, loads, resets = 0, 0.0, [], []
-    for path, commands in zip(paths, sequences):
+    for path, commands in zip(paths, sequences, strict=False):
         start = time.perf_counter()
         game = ReferenceGame(str(path))
         game.reset()

@@ -24,12 +24,12 @@ import time
 
 import gymnasium as gym
 from rich.table import Table
+from run_record import print_table
 
 import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.core import derive_rng
 from agentenvs.envs.babyai.describe import TEXT_ACTIONS
 from agentenvs.envs.babyai.tasks import DEFAULT_MIX, make_level
-from agentenvs.core import derive_rng
-from run_record import print_table
 
 DEFAULT_LEVELS = (*DEFAULT_MIX.values(), "BossLevel")
 

@@ -34,9 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_retrieval_server import free_port, start_server, stop_server  # noqa: E402
+
 import agentenvs  # noqa: E402,F401  (registers the ids)
 from agentenvs.agents.scripted import make_agent  # noqa: E402
-from bench_retrieval_server import free_port, start_server, stop_server  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_openenv.txt"
 
@@ -104,7 +105,10 @@ async def load(url: str, per_session: list[list[dict[str, Any]]], progress: Any,
     try:
         start = time.perf_counter()
         await asyncio.gather(
-            *(play(client, episodes, progress, task, stats) for client, episodes in zip(clients, per_session))
+            *(
+                play(client, episodes, progress, task, stats)
+                for client, episodes in zip(clients, per_session, strict=False)
+            )
         )
         stats["seconds"] = time.perf_counter() - start
     finally:

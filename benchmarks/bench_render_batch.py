@@ -135,7 +135,11 @@ def kind_of(command_line: list[str]) -> str:
         return "GPU process"
     if command_line and command_line[0].endswith("/node"):
         return "Playwright driver"
-    if command_line and "chrom" in command_line[0] and not any(arg.startswith("--type=") for arg in command_line):
+    if (
+        command_line
+        and "chrom" in command_line[0]
+        and not any(arg.startswith("--type=") for arg in command_line)
+    ):
         return "browser"
     return "other"
 
@@ -220,7 +224,9 @@ def main() -> None:
             for kind, used in browser_cpu_seconds().items():
                 browser_cpu[name][kind] += used - browser_before[kind]
             python_cpu[name] += time.process_time() - python_before
-            mismatches[name] += sum(_pixels(png) != pixels for png, pixels in zip(pngs, expected))
+            mismatches[name] += sum(
+                _pixels(png) != pixels for png, pixels in zip(pngs, expected, strict=False)
+            )
         for name in ways:
             seconds[name].append(spent[name])
             ratios[name].append(spent[PREVIOUS] / spent[name])

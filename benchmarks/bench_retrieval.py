@@ -218,7 +218,9 @@ def dense_rows(size: int, workdir: Path, queries: list[str]) -> list[dict]:
         path = workdir / f"e5_{factory.replace(',', '_')}.index"
         faiss.write_index(index, str(path))
         _, found = index.search(query_vectors, 10)
-        recall = float(np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found.tolist(), exact.tolist())]))
+        recall = float(
+            np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found.tolist(), exact.tolist(), strict=False)])
+        )
         times = timings(
             lambda qs, index=index: index.search(query_vectors[np.ravel(qs)], 10),
             [[i] for i in range(len(queries))],

@@ -76,7 +76,7 @@ def agreement(
 ) -> tuple[float, float]:
     """Share of queries with the same top-k list, and mean share of top-k passages in common."""
     same = overlap = 0.0
-    for a, b in zip(ours, theirs):
+    for a, b in zip(ours, theirs, strict=False):
         rows_a, rows_b = [hit.index for hit in a], [hit.index for hit in b]
         same += rows_a == rows_b
         overlap += len(set(rows_a) & set(rows_b)) / max(len(rows_a), len(rows_b), 1)

@@ -62,7 +62,7 @@ def timed(searches: list, queries: list[str]) -> list[tuple[list[float], list[fl
     query, so that load that comes and goes on the machine falls on all of them alike."""
     measured = [([], [], []) for _ in searches]
     for query in queries:
-        for search, (times, cpu_times, results) in zip(searches, measured):
+        for search, (times, cpu_times, results) in zip(searches, measured, strict=False):
             start, cpu = time.perf_counter(), time.thread_time()
             results.append(search(query))
             times.append((time.perf_counter() - start) * 1000)
@@ -103,12 +103,14 @@ def bench_size(size: int, count: int, block_sizes: list[int]) -> None:
     )
     expected = reference[2]
     rows = [("previous (np.add.at + full partition)", *reference[:2], f"{count}/{count} (reference)")]
-    for (name, _), (times, cpu_times, got) in zip(engines, measured):
-        rows.append((name, times, cpu_times, f"{sum(a == b for a, b in zip(expected, got))}/{count}"))
+    for (name, _), (times, cpu_times, got) in zip(engines, measured, strict=False):
+        rows.append(
+            (name, times, cpu_times, f"{sum(a == b for a, b in zip(expected, got, strict=False))}/{count}")
+        )
     [(group, group_cpu, grouped)] = timed(
         [lambda q: engine_search(cached, q)], [q for q in queries for _ in range(5)]
     )
-    same_grouped = sum(a == b for a, b in zip([r for r in expected for _ in range(5)], grouped))
+    same_grouped = sum(a == b for a, b in zip([r for r in expected for _ in range(5)], grouped, strict=False))
     rows.append(("engine + cache, GRPO group of 5", group, group_cpu, f"{same_grouped}/{len(grouped)}"))
     for name, times, cpu_times, identical in rows:
         print(

@@ -61,7 +61,9 @@ class DecodeSpeed:
 
 
 PUBLISHED = (
-    DecodeSpeed("1.5B", 588.0, "vLLM blog 2024-09-05 (8B, 1×H100, 13 ms/token) × bandwidth 3.35/4.8 × weights 1.5/8"),
+    DecodeSpeed(
+        "1.5B", 588.0, "vLLM blog 2024-09-05 (8B, 1×H100, 13 ms/token) × bandwidth 3.35/4.8 × weights 1.5/8"
+    ),
     DecodeSpeed("7B", 110.0, "vLLM blog 2024-09-05 (8B, 1×H100, 13 ms/token) × bandwidth 3.35/4.8"),
 )
 RESPONSE_TOKENS = (512, 64)
@@ -140,7 +142,9 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=16)
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--batch-turns", type=int, default=20)
-    parser.add_argument("--env", action="append", help="env id (repeatable; default every main env available)")
+    parser.add_argument(
+        "--env", action="append", help="env id (repeatable; default every main env available)"
+    )
     parser.add_argument("--decode", action="append", help="MODEL=TOKENS_PER_S of one sequence, measured")
     parser.add_argument("--out", help="also write the printed lines to this file")
     args = parser.parse_args()
@@ -150,8 +154,8 @@ def main() -> None:
     lines = [
         f"agentenvs {agentenvs.__version__}: env share of a batched rollout, {args.groups} groups × "
         f"{args.group_size} envs, {args.batch_turns} batch turns, expert play, one process on one core",
-        "shared 2-core machine (load average at the start: {:.1f}); generation = R tokens ÷ one sequence's "
-        "decode speed (upper bound on the share)".format(os.getloadavg()[0]),
+        f"shared 2-core machine (load average at the start: {os.getloadavg()[0]:.1f}); generation = R tokens ÷ one sequence's "
+        "decode speed (upper bound on the share)",
     ]
     lines += [f"decode {s.model}: {s.tokens_per_s:g} tokens/s per sequence ({s.source})" for s in speeds]
     header = f"{'env':<28} {'envs':>4} {'resets':>6} {'ended':>5} {'env s/turn':>10}"
@@ -168,9 +172,7 @@ def main() -> None:
             line = f"{env_id:<28} not run: {exc}"
         else:
             seconds = result.seconds_per_batch_turn
-            line = (
-                f"{env_id:<28} {result.envs:>4} {result.resets:>6} {result.episodes_ended:>5} {seconds:>10.4f}"
-            )
+            line = f"{env_id:<28} {result.envs:>4} {result.resets:>6} {result.episodes_ended:>5} {seconds:>10.4f}"
             for speed in speeds:
                 for tokens in RESPONSE_TOKENS:
                     generation = tokens / speed.tokens_per_s

@@ -52,10 +52,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from agentenvs.envs.search.tasks import builtin_retriever
 from agentenvs.envs.search.env import SearchEnv
 from agentenvs.envs.search.expert import SearchExpert
 from agentenvs.envs.search.questions import STYLES
+from agentenvs.envs.search.tasks import builtin_retriever
 
 
 @dataclass(frozen=True)
@@ -182,13 +182,16 @@ def versus_gem(
             # the side that goes first meets the chunk's index pages and passages out of the CPU caches:
             # the order turns with each chunk, so that each side goes first as often
             for side in range(number, number + len(sides)):
-                (reset, step, after_reset, _, before_pass), total = sides[side % len(sides)], passes[side % len(sides)]
+                (reset, step, after_reset, _, before_pass), total = (
+                    sides[side % len(sides)],
+                    passes[side % len(sides)],
+                )
                 scorer.clear_cache()
                 if before_pass is not None:
                     before_pass()
                 total.add(replay(reset, step, part, after_reset, clock))
         rates = [timing.turns / timing.step_s for timing in passes]
-        for (*_, resets, _), timing in zip(sides, passes):
+        for (*_, resets, _), timing in zip(sides, passes, strict=False):
             resets.append(1e6 * timing.reset_s / len(played))
         ours_rates.append(rates[0])
         gem_rates.append(rates[1])
@@ -236,9 +239,13 @@ def main() -> None:
     args = parser.parse_args()
     console = Console(record=True, width=160)
     emit: Callable[[Any], None] = console.print
-    emit("Search QA turns, agentenvs beside GEM (gem-llm 0.1.0), in process, same responses, same BM25 index;")
+    emit(
+        "Search QA turns, agentenvs beside GEM (gem-llm 0.1.0), in process, same responses, same BM25 index;"
+    )
     clock = "this thread's CPU time" if args.clock == "cpu" else "wall time"
-    emit(f"{clock} on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run;")
+    emit(
+        f"{clock} on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run;"
+    )
     emit("agentenvs alone: wall time (its server answers from another thread).")
     rows, notes = [], []
     for style in STYLES:
@@ -269,8 +276,12 @@ def main() -> None:
             for style in STYLES:
                 for name, spec in (("in-process BM25", None), server):
                     env = SearchEnv(style, split="test", corpus_passages=args.passages, retriever=spec)
-                    reset_ms, search_ms, rate, turns = alone(env, min(args.episodes, env.task_source.size("test")))
-                    rows.append([style, name, f"{reset_ms:.3f}", f"{search_ms:.2f}", f"{rate:,.0f}", str(turns)])
+                    reset_ms, search_ms, rate, turns = alone(
+                        env, min(args.episodes, env.task_source.size("test"))
+                    )
+                    rows.append(
+                        [style, name, f"{reset_ms:.3f}", f"{search_ms:.2f}", f"{rate:,.0f}", str(turns)]
+                    )
         columns = ("set", "retriever", "reset ms", "search turn ms", "turns/s", "turns")
         emit(table_of(f"agentenvs alone, {args.passages:,} passages, expert episodes", columns, rows))
     if args.out:

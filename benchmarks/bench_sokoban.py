@@ -31,20 +31,20 @@ from functools import partial
 
 import gymnasium as gym
 from rich.table import Table
+from run_record import print_table
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import derive_rng
 from agentenvs.core.registration import make_expert
-from agentenvs.envs.sokoban.tasks import GeneratorConfig, format_task_id, load_task
 from agentenvs.envs.sokoban.reference import load_reference
 from agentenvs.envs.sokoban.room import DIRECTIONS, move
-from run_record import print_table
+from agentenvs.envs.sokoban.tasks import GeneratorConfig, format_task_id, load_task
 
 
 def best_of(runs: list[Callable[[], tuple[float, ...]]]) -> tuple[float, ...]:
     """Each figure's best (highest) value over the rounds (one callable per round)."""
     results = [run() for run in runs]
-    return tuple(max(values) for values in zip(*results))
+    return tuple(max(values) for values in zip(*results, strict=False))
 
 
 def play(env_id: str, agent: str, turns: int, **kwargs) -> tuple[float, float]:
@@ -206,9 +206,7 @@ def main() -> None:
         )
         reference_reset = f"{1000 / reference_resets:.2f}"
         table.add_row("gym-sokoban", "reset (room generation)", "", "", reference_reset, "1.0")
-    table.caption = (
-        "× gym-sokoban: our steps/s or resets/s over gym-sokoban's (timed first, in the same run)"
-    )
+    table.caption = "× gym-sokoban: our steps/s or resets/s over gym-sokoban's (timed first, in the same run)"
     print_table(table, load_before, args.out)
 
 

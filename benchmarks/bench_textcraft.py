@@ -27,13 +27,13 @@ import time
 
 import gymnasium as gym
 from rich.table import Table
+from run_record import print_table
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.envs.textcraft.planning import plan_commands
 from agentenvs.envs.textcraft.recipes import default_recipes_dir, load_recipe_book
 from agentenvs.envs.textcraft.tasks import textcraft_tasks
 from agentenvs.envs.textcraft.world import CraftingWorld
-from run_record import print_table
 
 
 def solutions(seeds: range) -> list[list[str]]:
@@ -45,7 +45,7 @@ def solutions(seeds: range) -> list[list[str]]:
 def play(env, seeds: range, commands: list[list[str]]) -> tuple[float, int]:
     """Seconds spent in ``step`` and steps taken, over one episode per seed."""
     spent, steps = 0.0, 0
-    for seed, episode in zip(seeds, commands):
+    for seed, episode in zip(seeds, commands, strict=False):
         env.reset(seed=seed)
         for command in episode:
             started = time.perf_counter()
@@ -120,7 +120,7 @@ def time_agentenvs(seeds: range, commands: list[list[str]]) -> dict[str, dict[st
     again = time_resets(env, seeds)
     spent, steps = play(env, seeds, commands)
     engine_spent, engine_steps = 0.0, 0
-    for seed, episode in zip(seeds, commands):
+    for seed, episode in zip(seeds, commands, strict=False):
         world = CraftingWorld(env.book, env.task_source.load(env.task_source.task_id("adapt", seed)).goal)
         for command in episode:
             started = time.perf_counter()

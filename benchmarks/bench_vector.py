@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
+from run_record import run_conditions
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.agents import make_agent
 from agentenvs.vector import GroupedVectorEnv
-from run_record import run_conditions
 
 
 def measure(
@@ -53,7 +53,11 @@ def measure(
                 observations, _, _, _, infos = vec.step(responses)
                 step_clock += time.perf_counter() - tick
                 turns += int((~done).sum())
-                steps += sum(len(info["transitions"]) for info, was_done in zip(infos, done) if not was_done)
+                steps += sum(
+                    len(info["transitions"])
+                    for info, was_done in zip(infos, done, strict=False)
+                    if not was_done
+                )
     finally:
         vec.close()
     return {

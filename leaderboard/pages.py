@@ -426,7 +426,8 @@ def submit_page(board_link: str) -> str:
         ),
     )
     items = "".join(
-        f"<li>{step}<pre>{escape(command)}</pre></li>" for step, command in zip(steps, SUBMIT_COMMANDS)
+        f"<li>{step}<pre>{escape(command)}</pre></li>"
+        for step, command in zip(steps, SUBMIT_COMMANDS, strict=False)
     )
     body = (
         f'<p><a href="{escape(board_link)}">← board</a></p><h1>How to submit</h1>'

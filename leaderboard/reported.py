@@ -42,7 +42,7 @@ REPORTED: tuple[ReportedResult, ...] = (
         ReportedResult(method, size, env, env, metric, value, GIGPO)
         for (env, metric), by_size in GIGPO_TABLES.items()
         for size, values in by_size.items()
-        for method, value in zip(("GiGPO", "GRPO"), reversed(values))
+        for method, value in zip(("GiGPO", "GRPO"), reversed(values), strict=False)
     ),
     *(
         ReportedResult(method, "7B", "Search", "TriviaQA, 2 turns", "exact match", value, MT_GRPO)

@@ -140,7 +140,7 @@ class Store:
                                 json.dumps(transcript),
                             )
                             for position, (episode, transcript) in enumerate(
-                                zip(document["episodes"], verdict.transcripts)
+                                zip(document["episodes"], verdict.transcripts, strict=False)
                             )
                         ],
                     )

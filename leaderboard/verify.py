@@ -103,7 +103,7 @@ def verify_submission(
         return verdict
     records = [EpisodeRecord.from_validated(episode) for episode in episodes]
     replays = replay_records(records, backend=backend, num_workers=num_workers, batch=batch)
-    for number, (record, replayed) in enumerate(zip(records, replays)):
+    for number, (record, replayed) in enumerate(zip(records, replays, strict=False)):
         for problem in replayed.problems:
             verdict.add(f"episode {number} ({record.env_id} task {record.task_id}): {problem}")
     verdict.transcripts = [replayed.transcript for replayed in replays]

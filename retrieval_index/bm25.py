@@ -339,7 +339,9 @@ class BM25Scorer:
             if ranked.theta == 0 and len(rows) > SEED_ROWS:
                 # no θ yet and a long list: the rows scoring best in it are ranked first, to set one
                 self.path_counts["seeded"] += 1
-                seeded[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = True
+                seeded[np.argpartition(term_scores, -topk)[-topk:] if len(rows) > topk else slice(None)] = (
+                    True
+                )
                 ranked.add(
                     *self._new_rows_scored(
                         query, term, rows[seeded], term_scores[seeded], earlier, later, 0.0, topk
@@ -669,7 +671,7 @@ class BM25Retriever:
             results.append(
                 [
                     RetrievedPassage(passage=self.corpus[row], score=score, index=row)
-                    for row, score in zip(rows.tolist(), scores.tolist())
+                    for row, score in zip(rows.tolist(), scores.tolist(), strict=False)
                 ]
             )
         return results

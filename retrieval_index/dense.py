@@ -158,7 +158,7 @@ def measure_recall(
     vectors = sample_rows(shards, queries)
     exact = exact_top_k(shards, vectors, k)
     _, approx = index.search(vectors, k)
-    found = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approx, exact))
+    found = sum(len(set(a.tolist()) & set(e.tolist())) for a, e in zip(approx, exact, strict=False))
     return found / (len(vectors) * k)
 
 
@@ -324,7 +324,7 @@ class DenseRetriever:
             np.ascontiguousarray(vectors, dtype=np.float32), min(topk, len(self.corpus))
         )
         results = []
-        for row_list, score_list in zip(rows, scores):
+        for row_list, score_list in zip(rows, scores, strict=False):
             found = row_list >= 0
             results.append(top_k(row_list[found].astype(np.int64), score_list[found], topk))
         return results
@@ -337,7 +337,7 @@ class DenseRetriever:
         return [
             [
                 RetrievedPassage(passage=self.corpus[row], score=score, index=row)
-                for row, score in zip(rows.tolist(), scores.tolist())
+                for row, score in zip(rows.tolist(), scores.tolist(), strict=False)
             ]
             for rows, scores in self.search_vectors(vectors, topk)
         ]

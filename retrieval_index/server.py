@@ -230,7 +230,7 @@ class Batcher:
                     if not pending.future.done():
                         pending.future.set_exception(failure)
                 continue
-            for pending, hits in zip(batch, results):
+            for pending, hits in zip(batch, results, strict=False):
                 if not pending.future.done():  # a client that went away leaves a cancelled future
                     pending.future.set_result(hits)
 

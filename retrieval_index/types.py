@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
-
 # Search-R1's BM25 rows: what its server makes of a Lucene document's stored contents
 BM25_ROW_FIELDS = frozenset({"title", "text", "contents"})
 

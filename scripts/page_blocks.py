@@ -57,8 +57,10 @@ def main(
     generated = generate(block.read(text))
     if args.check:
         if block.read(text) != generated:
-            print(f"{block.page} differs from what {Path(sys.argv[0]).name} generates; run it with --write",
-                  file=sys.stderr)
+            print(
+                f"{block.page} differs from what {Path(sys.argv[0]).name} generates; run it with --write",
+                file=sys.stderr,
+            )
             return 1
     elif args.write:
         block.path.write_text(block.replaced(text, generated), encoding="utf-8")

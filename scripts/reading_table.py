@@ -91,7 +91,7 @@ def reading_table() -> str:
     for label, template in REPLIES:
         cells = [
             read_reply(env, template.format(a=family.action, A=family.capitalised)).replace("|", "\\|")
-            for env, family in zip(envs, FAMILIES)
+            for env, family in zip(envs, FAMILIES, strict=False)
         ]
         lines.append(f"| {label} | {_code(template)} | " + " | ".join(cells) + " |")
     actions = ", ".join(f"{f.name} `{f.action}` (`{f.capitalised}`)" for f in FAMILIES)

@@ -32,7 +32,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # and a MissingProgram can only have been raised where its module was loaded.
     missing_program = getattr(sys.modules.get("agentenvs.core.env"), "MissingProgram", None)
     error = call.excinfo.value if call.excinfo is not None else None
-    if missing_program is not None and isinstance(error, missing_program) and shutil.which(error.program) is None:
+    if (
+        missing_program is not None
+        and isinstance(error, missing_program)
+        and shutil.which(error.program) is None
+    ):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {error}")
     return report

@@ -15,9 +15,9 @@ from agentenvs.core.agent import Agent
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
 from agentenvs.core.env import (
     AgentEnv,
+    EmptySplitError,
     EnvSnapshot,
     InvalidAction,
-    EmptySplitError,
     MissingProgram,
     StepOutcome,
     resolve_weights,

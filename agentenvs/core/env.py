@@ -396,7 +396,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
             text = self._invalid_observation(error)
         else:
             outcomes = []
-            for raw, primitive in zip(parsed.actions, primitives):
+            for raw, primitive in zip(parsed.actions, primitives, strict=False):
                 outcome = self._apply(primitive)
                 self._applied.append(primitive)
                 step_components = outcome.components
@@ -518,7 +518,7 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         if len(components) != len(weights):
             return self._weighted(components)
         total = 0.0
-        for weight, value in zip(weights.values(), components.values()):
+        for weight, value in zip(weights.values(), components.values(), strict=False):
             total += weight * value
         return total
 

@@ -128,14 +128,22 @@ class LLMJudge:
 
         self.prompt = prompt
         self.client = ChatClient(
-            base_url, model, api_key=api_key, temperature=0.0, max_tokens=8,
-            timeout_s=timeout_s, max_retries=max_retries, cache_size=cache_size,
+            base_url,
+            model,
+            api_key=api_key,
+            temperature=0.0,
+            max_tokens=8,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            cache_size=cache_size,
         )
 
     def score(self, prediction: str, references: Sequence[str], question: str = "") -> float:
         from agentenvs.core.chat import ChatError
 
-        content = self.prompt.format(question=question, references="; ".join(references), prediction=prediction)
+        content = self.prompt.format(
+            question=question, references="; ".join(references), prediction=prediction
+        )
         try:
             reply = self.client.complete([{"role": "user", "content": content}])
         except ChatError as exc:

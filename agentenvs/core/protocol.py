@@ -137,8 +137,14 @@ class AnswerFormat:
     def __post_init__(self) -> None:
         tags = (*self.action_tags, self.think_tag) if isinstance(self.action_tags, tuple) else None
         if tags is None or not all(isinstance(tag, str) and tag.strip() for tag in tags):
-            raise ValueError(f"tags must be non-empty strings, got {self.action_tags!r} and {self.think_tag!r}")
-        if isinstance(self.max_actions, bool) or not isinstance(self.max_actions, int) or self.max_actions < 1:
+            raise ValueError(
+                f"tags must be non-empty strings, got {self.action_tags!r} and {self.think_tag!r}"
+            )
+        if (
+            isinstance(self.max_actions, bool)
+            or not isinstance(self.max_actions, int)
+            or self.max_actions < 1
+        ):
             raise ValueError(f"max_actions must be an int >= 1, got {self.max_actions!r}")
         if self.separator is not None and not (isinstance(self.separator, str) and self.separator.strip()):
             raise ValueError(f"separator must be a non-blank string or None, got {self.separator!r}")

@@ -247,7 +247,11 @@ def diagnose(
         "seed": seed,
         "turns": rollouts.turns,
         "true_states": len(
-            {(group, state) for group, keys in zip(rollouts.group_ids, rollouts.state_keys) for state in keys}
+            {
+                (group, state)
+                for group, keys in zip(rollouts.group_ids, rollouts.state_keys, strict=False)
+                for state in keys
+            }
         ),
         "groupings": [asdict(row) for row in score_groupings(rollouts)],
     }
@@ -282,7 +286,7 @@ def plot_histograms(results: dict[str, Any], path: Path) -> Path:
 
     rows = results["groupings"]
     figure, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.2), sharey=True, squeeze=False)
-    for axis, row in zip(axes[0], rows):
+    for axis, row in zip(axes[0], rows, strict=False):
         sizes = [int(size) for size in row["size_histogram"]]
         axis.bar(sizes, list(row["size_histogram"].values()), width=0.8)
         axis.set_yscale("log")

@@ -217,7 +217,13 @@ METADATA_SCHEMA: dict[str, Any] = {
         "settings": {
             "type": "object",
             "required": [
-                "temperature", "top_p", "seed", "history_window", "context_length", "token_count", "envs",
+                "temperature",
+                "top_p",
+                "seed",
+                "history_window",
+                "context_length",
+                "token_count",
+                "envs",
             ],
             "additionalProperties": False,
             "properties": {

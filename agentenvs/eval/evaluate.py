@@ -377,7 +377,7 @@ def _check_replays(
     """
     records = [EpisodeRecord.from_validated(line) for line in lines]  # read_episode_lines validated them
     replays = replay_records(records, on_replayed=on_replayed)
-    for number, (record, replayed) in enumerate(zip(records, replays), start=1):
+    for number, (record, replayed) in enumerate(zip(records, replays, strict=False), start=1):
         if not replayed.reproduced:
             raise BundleError(
                 f"{path.name}: episode {number} ({record.env_id} task {record.task_id} seed {record.seed}) "

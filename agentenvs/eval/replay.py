@@ -162,7 +162,9 @@ def _reset(backend: Any, episodes: Mapping[int, _Episode]) -> None:
             try:
                 results.update(backend.reset({slot: request}))
             except Exception as exc:  # this record's seed or task id: its problem, the others replay
-                episodes[slot].error = f"the reset raised {type(exc).__name__}: {one_line(exc, PROBLEM_CHARS)}"
+                episodes[
+                    slot
+                ].error = f"the reset raised {type(exc).__name__}: {one_line(exc, PROBLEM_CHARS)}"
     for slot, (observation, info) in results.items():
         episodes[slot].start(observation, info)
 
@@ -207,7 +209,7 @@ def _replay_chunk(
         turn += 1
     return [
         (index, Replayed(_differences(episode), [*episode.turns, {"observation": episode.observation}]))
-        for index, episode in zip(chunk, episodes.values())
+        for index, episode in zip(chunk, episodes.values(), strict=False)
     ]
 
 
@@ -234,7 +236,7 @@ def _differences(episode: _Episode) -> list[str]:
         ("state_keys", episode.state_keys, record.state_keys),
     ):
         turn = next(
-            (t for t, (a, c) in enumerate(zip(replayed, recorded)) if not same_number(c, a)),
+            (t for t, (a, c) in enumerate(zip(replayed, recorded, strict=False)) if not same_number(c, a)),
             None if len(replayed) == len(recorded) else min(len(replayed), len(recorded)),
         )
         if turn is not None:
@@ -261,5 +263,3 @@ def _differences(episode: _Episode) -> list[str]:
 
 def _entry(values: Sequence[Any], turn: int) -> str:
     return repr(values[turn]) if turn < len(values) else "nothing"
-
-

@@ -314,7 +314,9 @@ class WireGuard:
             message = loads_json(text)
         except RecursionError:
             return WSErrorCode.VALIDATION_ERROR, f"the message is nested deeper than {MAX_DEPTH} levels"
-        except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity/1e999, integers over Python's digit limit
+        except (
+            ValueError
+        ) as exc:  # json.JSONDecodeError, NaN/Infinity/1e999, integers over Python's digit limit
             return WSErrorCode.INVALID_JSON, f"Invalid JSON: {exc}"
         if not isinstance(message, dict):
             return (

@@ -231,7 +231,7 @@ class GRPOEnvironment:
             self._envs.append(self._make_env())
         rollouts = [
             self._start(prompt, seed, env, tokenizer, template_kwargs)
-            for prompt, seed, env in zip(prompts, seeds, self._envs)
+            for prompt, seed, env in zip(prompts, seeds, self._envs, strict=False)
         ]
         while True:
             active = [rollout for rollout in rollouts if not rollout.done]

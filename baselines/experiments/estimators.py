@@ -303,7 +303,7 @@ def summarise_cost(costs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any
 
 
 def seed_count(count: int) -> str:
-    """"1 seed", "8 seeds"."""
+    """ "1 seed", "8 seeds"."""
     return f"{count} seed" if count == 1 else f"{count} seeds"
 
 
@@ -362,7 +362,12 @@ def readme_sentence(results: dict[str, Any]) -> str:
         if estimator not in estimators or baseline not in estimators:
             return ""
         paid, base = results["cost"][estimator], results["cost"][baseline]
-        if None in (paid["mean_all_env_steps"], base["mean_all_env_steps"], paid["mean_cpu_s"], base["mean_cpu_s"]):
+        if None in (
+            paid["mean_all_env_steps"],
+            base["mean_all_env_steps"],
+            paid["mean_cpu_s"],
+            base["mean_cpu_s"],
+        ):
             return ""
         steps = paid["mean_all_env_steps"] / base["mean_all_env_steps"]
         cpu = paid["mean_cpu_s"] / base["mean_cpu_s"]
@@ -385,7 +390,9 @@ def readme_sentence(results: dict[str, Any]) -> str:
 
 def mean_curve(by_seed: dict[int, list[dict[str, Any]]], window: int) -> tuple[np.ndarray, np.ndarray]:
     """Per iteration, the mean and std over seeds of the moving-average success."""
-    curves = np.array([moving_average([r["success"] for r in records], window) for records in by_seed.values()])
+    curves = np.array(
+        [moving_average([r["success"] for r in records], window) for records in by_seed.values()]
+    )
     return curves.mean(0), curves.std(0)
 
 
@@ -409,9 +416,16 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
         axes[0].fill_between(episodes, *band, alpha=0.2, color=line.get_color())
         counted = {seed: records for seed, records in by_seed.items() if "turns" in records[0]}
         if counted:  # all env steps per iteration (trained episodes and branches), mean over the runs counted
-            steps = np.mean([[run_counts([r])["all_env_steps"] for r in records] for records in counted.values()], 0)
+            steps = np.mean(
+                [[run_counts([r])["all_env_steps"] for r in records] for records in counted.values()], 0
+            )
             mean, std = mean_curve(counted, window)
-            axes[1].plot(np.cumsum(steps), mean, color=line.get_color(), label=f"{name} ({seed_count(len(counted))} counted)")
+            axes[1].plot(
+                np.cumsum(steps),
+                mean,
+                color=line.get_color(),
+                label=f"{name} ({seed_count(len(counted))} counted)",
+            )
             band = np.clip(mean - std, 0, 1), np.clip(mean + std, 0, 1)
             axes[1].fill_between(np.cumsum(steps), *band, alpha=0.2, color=line.get_color())
     axes[0].set_xlabel("episodes trained on")
@@ -497,11 +511,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     carried: list[tuple[str, int]] = []
     for estimator in args.estimators:
         for seed in seeds_of[estimator]:
-            config = estimator_config(estimator, seed, out / f"{estimator}-s{seed}", args.set, args.iterations)
+            config = estimator_config(
+                estimator, seed, out / f"{estimator}-s{seed}", args.set, args.iterations
+            )
             algorithms[estimator] = config.to_dict()["algorithm"]
             kept = earlier_records(earlier, estimator, seed)
             metrics = Path(config.run.out_dir) / "metrics.jsonl"
-            if kept is not None and not (metrics.exists() and len(read_jsonl(metrics)) >= config.run.iterations):
+            if kept is not None and not (
+                metrics.exists() and len(read_jsonl(metrics)) >= config.run.iterations
+            ):
                 records, times, counts = kept, None, dict.fromkeys(COUNTS)
                 carried.append((estimator, seed))
             else:
@@ -539,7 +557,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {
         "command": "python -m baselines.experiments.estimators " + " ".join(command),
         "configs": {estimator: ESTIMATORS[estimator].config.name for estimator in args.estimators},
-        "overrides": args.set + ([f"run.iterations={args.iterations}"] if args.iterations is not None else []),
+        "overrides": args.set
+        + ([f"run.iterations={args.iterations}"] if args.iterations is not None else []),
         "algorithms": algorithms,
         "numerics": numerics,
         **summary,
@@ -558,7 +577,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(summary, cost, args.threshold, args.window)
     figure = plot(runs, results_dir, args.window)
     print(f"results: {results_path}" + (f", curves: {figure}" if figure else ""))
-    print(f"docs/reference/baselines.md: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}")
+    print(
+        f"docs/reference/baselines.md: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}"
+    )
     return 0
 
 

@@ -112,7 +112,7 @@ def turn_advantages(
             returns = np.array([t.episode_return for t in trajectories])
         function = rloo_advantages if estimator == "rloo" else grpo_advantages
         episode = function(returns, groups, step_counts=turn_counts, **keywords)
-        return [np.full(n, a) for n, a in zip(turn_counts, episode)], {}
+        return [np.full(n, a) for n, a in zip(turn_counts, episode, strict=False)], {}
     if estimator == "mt_grpo":
         intermediate = [t.turn_rewards[:-1] for t in trajectories]
         outcome = [t.turn_rewards[-1] for t in trajectories]

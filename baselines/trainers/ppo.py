@@ -116,7 +116,7 @@ def assign_gae(
         lengths = [len(turn.response_ids) for turn in trajectory.turns]
         rewards = turn_end_rewards(lengths, trajectory.turn_rewards, mode=options.reward_placement)
         advantages, token_returns = gae(rewards, token_value, gamma=options.gae_gamma, lam=options.gae_lambda)
-        for (m, p), a, g in zip(positions, advantages, token_returns):
+        for (m, p), a, g in zip(positions, advantages, token_returns, strict=False):
             samples[m].advantages[p] = a
             returns[m][p] = g
     if options.whiten_advantages:
@@ -130,8 +130,8 @@ def explained_variance(
     """1 − Var(G − V)/Var(G) over the policy tokens (how much of the return the critic explains)."""
     if not samples:
         return 0.0
-    predicted = np.concatenate([v[s.mask[1:]] for s, v in zip(samples, values)])
-    target = np.concatenate([g[s.mask] for s, g in zip(samples, returns)])
+    predicted = np.concatenate([v[s.mask[1:]] for s, v in zip(samples, values, strict=False)])
+    target = np.concatenate([g[s.mask] for s, g in zip(samples, returns, strict=False)])
     variance = target.var()
     return float(1.0 - (target - predicted).var() / variance) if variance > 0 else 0.0
 

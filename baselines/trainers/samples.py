@@ -35,7 +35,7 @@ def build_samples(
     Every policy token of turn k carries ``turn_advantages[i][k]``.
     """
     samples: list[Sample] = []
-    for index, (trajectory, advantages) in enumerate(zip(trajectories, turn_advantages)):
+    for index, (trajectory, advantages) in enumerate(zip(trajectories, turn_advantages, strict=False)):
         if context == "full":
             ids, mask, turn_of = trajectory.packed()
             token_adv = np.where(mask, advantages[np.maximum(turn_of, 0)], 0.0)

@@ -176,9 +176,10 @@ class SweetRL:
     def turn_advantages(self, turns: Sequence[Turn], responses: Sequence[Sequence[int]]) -> torch.Tensor:
         """A_θ of each (turn prefix, response): critic with c against the reference without it."""
         critic_samples = [
-            response_sample(self.encoder.first(critic_prompt_text(t)), r) for t, r in zip(turns, responses)
+            response_sample(self.encoder.first(critic_prompt_text(t)), r)
+            for t, r in zip(turns, responses, strict=False)
         ]
-        actor_samples = [response_sample(t.prompt_ids, r) for t, r in zip(turns, responses)]
+        actor_samples = [response_sample(t.prompt_ids, r) for t, r in zip(turns, responses, strict=False)]
         critic_logprobs, critic_mask = self._logprobs(self.critic, critic_samples)
         with torch.no_grad():
             ref_logprobs, ref_mask = self._logprobs(self.reference, actor_samples)

@@ -159,7 +159,7 @@ def mc_advantages(
 ) -> list[np.ndarray]:
     """A_t = r_t + γ·V̂(s_{t+1}) − V̂(s_t), with V̂ = 0 after the last turn."""
     advantages = []
-    for trajectory, value in zip(trajectories, values):
+    for trajectory, value in zip(trajectories, values, strict=False):
         following = np.append(value[1:], 0.0)
         advantages.append(trajectory.turn_rewards + gamma * following - value)
     return advantages

@@ -38,7 +38,7 @@ def turn_spans(mask_row: np.ndarray) -> list[tuple[int, int]]:
     """[start, end) of each run of policy tokens (value 1) in one response mask row."""
     padded = np.concatenate([[0], (np.asarray(mask_row) > 0).astype(np.int8), [0]])
     edges = np.flatnonzero(np.diff(padded))
-    return [(int(s), int(e)) for s, e in zip(edges[::2], edges[1::2])]
+    return [(int(s), int(e)) for s, e in zip(edges[::2], edges[1::2], strict=False)]
 
 
 def _turn_rewards(
@@ -52,15 +52,15 @@ def _turn_rewards(
             )
         return given
     bounds = [s for s, _ in spans[1:]] + [rewards.shape[0]]
-    return np.array([rewards[start:end].sum() for (start, _), end in zip(spans, bounds)])
+    return np.array([rewards[start:end].sum() for (start, _), end in zip(spans, bounds, strict=False)])
 
 
 def _spread(
     per_turn: Sequence[np.ndarray], spans: Sequence[list[tuple[int, int]]], like: torch.Tensor
 ) -> torch.Tensor:
     out = torch.zeros_like(like, dtype=torch.float32)
-    for row, (values, row_spans) in enumerate(zip(per_turn, spans)):
-        for value, (start, end) in zip(values, row_spans):
+    for row, (values, row_spans) in enumerate(zip(per_turn, spans, strict=False)):
+        for value, (start, end) in zip(values, row_spans, strict=False):
             out[row, start:end] = float(value)
     return out
 
@@ -136,7 +136,7 @@ def make_estimators(**settings: Any) -> dict[str, Any]:
             episode = function(
                 [r.sum() for r in turn_rewards], list(index), step_counts=[len(s) for s in spans], **chosen
             )
-            per_turn = [np.full(len(s), a) for s, a in zip(spans, episode)]
+            per_turn = [np.full(len(s), a) for s, a in zip(spans, episode, strict=False)]
             advantages = _spread(per_turn, spans, token_level_rewards)
             return advantages, advantages
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 import torch
-from fixtures.app_server import serving
 
 from agentenvs.agents.local import TransformersChat
 from agentenvs.agents.openai_server import create_app as create_model_server
@@ -17,6 +16,8 @@ from baselines.tiny import bpe_tokenizer, random_causal_lm
 from leaderboard.app import create_app as create_board
 from leaderboard.cli import main as leaderboard_main
 from leaderboard.store import Store
+
+from fixtures.app_server import serving
 
 ENV_ID = "agentenvs/Sokoban-v0"
 

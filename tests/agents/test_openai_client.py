@@ -16,12 +16,12 @@ import pytest
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("torch")
-from fixtures.app_server import serving  # noqa: E402
-
 from agentenvs.agents.local import TransformersChat  # noqa: E402
 from agentenvs.agents.openai_server import create_app  # noqa: E402
 from agentenvs.core.chat import ChatClient, ContextLengthError  # noqa: E402
 from baselines.tiny import save_chat_model  # noqa: E402
+
+from fixtures.app_server import serving  # noqa: E402
 
 PROMPT = [{"role": "system", "content": "push the box"}, {"role": "user", "content": "#####\n#P_O#\n#####"}]
 CONTEXT = 512
@@ -140,15 +140,39 @@ def test_models_report_the_context_and_a_long_prompt_is_refused_as_vllm_does(ser
 
 
 HOSTILE = [
-    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "\\ud800 hi"}], "max_tokens": 2}', "surrogate"),
-    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": [{"type": "text", "text": "\\udfff"}]}]}', "surrogate"),
-    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "stop": "\\ud800"}', "surrogate"),
+    (
+        "/v1/chat/completions",
+        '{"messages": [{"role": "user", "content": "\\ud800 hi"}], "max_tokens": 2}',
+        "surrogate",
+    ),
+    (
+        "/v1/chat/completions",
+        '{"messages": [{"role": "user", "content": [{"type": "text", "text": "\\udfff"}]}]}',
+        "surrogate",
+    ),
+    (
+        "/v1/chat/completions",
+        '{"messages": [{"role": "user", "content": "x"}], "stop": "\\ud800"}',
+        "surrogate",
+    ),
     ("/tokenize", '{"prompt": "\\udfff x"}', "surrogate"),
-    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1' + "0" * 30 + "}", "context"),
-    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2.5}', "integer"),
+    (
+        "/v1/chat/completions",
+        '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1' + "0" * 30 + "}",
+        "context",
+    ),
+    (
+        "/v1/chat/completions",
+        '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2.5}',
+        "integer",
+    ),
     ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "n": 1' + "0" * 30 + "}", "n"),
     ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "stop": [["x"]]}', "stop"),
-    ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "temperature": NaN}', "temperature"),
+    (
+        "/v1/chat/completions",
+        '{"messages": [{"role": "user", "content": "x"}], "temperature": NaN}',
+        "temperature",
+    ),
     ("/v1/chat/completions", '{"messages": [{"role": "user", "content": "x"}], "seed": -1}', "seed"),
     ("/v1/chat/completions", '{"messages": [{"role": "tool", "content": "x"}]}', "role"),
     ("/v1/chat/completions", '{"messages": ' + "[" * 200_000 + "]" * 200_000 + "}", ""),
@@ -159,7 +183,9 @@ HOSTILE = [
 @pytest.mark.parametrize(("path", "raw", "reason"), HOSTILE)
 def test_hostile_requests_get_a_400_with_a_reason_never_a_500(server, path, raw, reason):
     url, _ = server
-    request = urllib.request.Request(url + path, data=raw.encode(), headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url + path, data=raw.encode(), headers={"Content-Type": "application/json"}
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request)
     assert refused.value.code == 400

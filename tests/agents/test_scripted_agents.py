@@ -7,16 +7,17 @@ from dataclasses import replace
 import gymnasium as gym
 import numpy as np
 import pytest
-from fixtures.counter_env import CounterEnv
-from fixtures.registry import register_for_test
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.agents import AgentUnavailable, make_agent
 from agentenvs.core import Agent, EnvEntry, registration
 from agentenvs.core.registration import entry_of, load_import_string
+from agentenvs.envs.sokoban.expert import SokobanExpert
 from agentenvs.eval.episodes import EpisodeRecord, play_episode
 from agentenvs.eval.replay import replay_records
-from agentenvs.envs.sokoban.expert import SokobanExpert
+
+from fixtures.counter_env import CounterEnv
+from fixtures.registry import register_for_test
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 

@@ -19,8 +19,8 @@ from baselines.experiments.estimators import (
     RESULTS_NAME,
     UnpinnedNumerics,
     environment_is_pinned,
-    estimator_config,
     episodes_to_threshold,
+    estimator_config,
     mkl_branch,
     moving_average,
     pin_numerics,
@@ -28,7 +28,6 @@ from baselines.experiments.estimators import (
     run_counts,
     train_or_read,
 )
-from baselines.trainers.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = RESULTS_DIR / f"{RESULTS_NAME}.json"
@@ -39,9 +38,7 @@ def load_results() -> dict:
 
 
 def test_the_baselines_page_states_the_numbers_of_the_results_file():
-    page = re.sub(
-        r"\s+", " ", (ROOT / "docs" / "reference" / "baselines.md").read_text(encoding="utf-8")
-    )
+    page = re.sub(r"\s+", " ", (ROOT / "docs" / "reference" / "baselines.md").read_text(encoding="utf-8"))
     results = load_results()
     assert readme_sentence(results) in page
     iterations = {len(curve) for curves in results["success_curves"].values() for curve in curves.values()}
@@ -98,7 +95,9 @@ def test_the_results_file_counts_what_each_estimator_paid_for():
         assert sorted(carried + counted) == sorted(map(int, seeds))  # a run is retrained or carried over
         for seed, cost in seeds.items():
             if int(seed) in carried:
-                assert all(cost[key] is None for key in cost), "a carried-over run was neither counted nor timed"
+                assert all(cost[key] is None for key in cost), (
+                    "a carried-over run was neither counted nor timed"
+                )
                 continue
             assert cost["branch_rollouts"] == k * cost["env_steps"]
             assert cost["all_env_steps"] == cost["env_steps"] + cost["branch_env_steps"]
@@ -108,8 +107,12 @@ def test_the_results_file_counts_what_each_estimator_paid_for():
             assert block[f"mean_{count}"] == pytest.approx(mean)
         for clock in ("wall_s", "cpu_s"):
             assert all(seeds[str(seed)][clock] > 0 for seed in timed)
-            assert block[f"mean_{clock}"] == pytest.approx(sum(seeds[str(s)][clock] for s in timed) / len(timed))
-    assert results["cost"]["vineppo"]["mean_all_env_steps"] > 4 * results["cost"]["gigpo"]["mean_all_env_steps"]
+            assert block[f"mean_{clock}"] == pytest.approx(
+                sum(seeds[str(s)][clock] for s in timed) / len(timed)
+            )
+    assert (
+        results["cost"]["vineppo"]["mean_all_env_steps"] > 4 * results["cost"]["gigpo"]["mean_all_env_steps"]
+    )
 
 
 def test_runs_carried_over_from_an_earlier_file_must_agree_with_the_runs_retrained(tmp_path):
@@ -127,12 +130,28 @@ def test_runs_carried_over_from_an_earlier_file_must_agree_with_the_runs_retrain
         run = tmp_path / "runs" / "grpo-s0"
         run.mkdir(parents=True, exist_ok=True)
         records = [
-            {"success": s, "episodes_seen": 64 * (i + 1), "anchor/singleton_share": 0.25, "episodes": 64.0, "turns": 4.0}
+            {
+                "success": s,
+                "episodes_seen": 64 * (i + 1),
+                "anchor/singleton_share": 0.25,
+                "episodes": 64.0,
+                "turns": 4.0,
+            }
             for i, s in enumerate(successes)
         ]
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
         command = [sys.executable, "-m", "baselines.experiments.estimators", "--estimators", "grpo"]
-        command += ["--seeds", "0", "1", "--iterations", "2", "--window", "1", "--out", str(tmp_path / "runs")]
+        command += [
+            "--seeds",
+            "0",
+            "1",
+            "--iterations",
+            "2",
+            "--window",
+            "1",
+            "--out",
+            str(tmp_path / "runs"),
+        ]
         command += ["--results", str(tmp_path / "results"), "--earlier", str(tmp_path / "earlier.json")]
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         environ = {**os.environ, **PINNED_ENVIRONMENT, "PYTHONPATH": path}  # pinned: no second process

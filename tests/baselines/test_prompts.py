@@ -11,7 +11,6 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 import pytest
-from fixtures.registry import register_for_test
 
 import agentenvs
 from agentenvs.core import (
@@ -24,6 +23,8 @@ from agentenvs.core import (
     StepOutcome,
 )
 from baselines.prompts import HistoryEntry, PromptTemplate
+
+from fixtures.registry import register_for_test
 
 ROOT = Path(__file__).resolve().parents[2]
 # Prompts rendered by the template of f3a3f40, which took its facts from tables of family names
@@ -282,7 +283,9 @@ def test_a_new_family_gets_correct_training_batches(toy_id):
     from baselines.trainers.sampler import make_template
     from baselines.trainers.samples import build_samples, collate
 
-    template = make_template(TrainConfig.from_mapping({"env": {"id": toy_id}, "sampler": {"history_window": 1}}))
+    template = make_template(
+        TrainConfig.from_mapping({"env": {"id": toy_id}, "sampler": {"history_window": 1}})
+    )
     assert template == PromptTemplate.for_env(gym.make(toy_id), history_window=1)
     env = gym.make(toy_id)
     firsts = [str(env.reset(seed=seed)[0]) for seed in range(4)]
@@ -325,7 +328,7 @@ def test_a_new_family_gets_correct_training_batches(toy_id):
     turns = [turn for t in batch.trajectories for turn in t.turns]
     assert len(samples) == len(turns)
     collated = collate(samples, tokenizer.pad_token_id, "cpu")
-    for row, (sample, turn) in enumerate(zip(samples, turns)):
+    for row, (sample, turn) in enumerate(zip(samples, turns, strict=False)):
         assert sample.ids == turn.prompt_ids + turn.response_ids
         policy_tokens = collated.ids[row, 1:][collated.mask[row]].tolist()
         assert policy_tokens == turn.response_ids

@@ -397,13 +397,11 @@ def test_trainer_settings_reach_the_estimators(overrides, expected):
             t.turn_rewards[-1] if config.estimator == "grpo_or" else t.episode_return for t in trajectories
         ]
         episode = grpo_advantages(returns, groups, step_counts=counts, **options)
-        direct = [np.full(n, a) for n, a in zip(counts, episode)]
-    for mine, theirs in zip(ours, direct):
+        direct = [np.full(n, a) for n, a in zip(counts, episode, strict=False)]
+    for mine, theirs in zip(ours, direct, strict=False):
         np.testing.assert_allclose(mine, theirs)
-    paper, _ = turn_advantages(
-        CriticFreeOptions(gamma=0.5, estimator=config.estimator), trajectories
-    )
-    assert any(not np.allclose(a, b) for a, b in zip(paper, ours))
+    paper, _ = turn_advantages(CriticFreeOptions(gamma=0.5, estimator=config.estimator), trajectories)
+    assert any(not np.allclose(a, b) for a, b in zip(paper, ours, strict=False))
 
 
 def test_sweet_rl_pair_options_follow_the_preset():

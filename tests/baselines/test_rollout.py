@@ -82,7 +82,7 @@ def test_generation_is_reproducible_and_matches_training_logprobs(model, tokeniz
     # greedy tokens from left-padded generation are the argmax of the right-padded training forward
     greedy = policy.generate(prompts, max_new_tokens=4, temperature=0.0, seed=0)
     samples = []
-    for prompt, response in zip(prompts, greedy):
+    for prompt, response in zip(prompts, greedy, strict=False):
         mask = np.zeros(len(prompt) + len(response), dtype=bool)
         mask[len(prompt) :] = True
         samples.append(

@@ -82,9 +82,11 @@ def test_reproduce_dry_run_prints_every_command_and_its_resolved_config(setting,
     resolved = [json.loads(line) for line in lines if line.startswith("{")]
     assert len(commands) == len(resolved) == 3 * len(variants)  # three seeds of every variant
     out_dirs = set()
-    for command, printed in zip(commands, resolved):
+    for command, printed in zip(commands, resolved, strict=False):
         assert command[1:3] == [f"baselines/configs/{config_name}", "/models/Some-Model"]
-        overrides = [value for flag, value in zip(command[3::2], command[4::2]) if flag == "--set"]
+        overrides = [
+            value for flag, value in zip(command[3::2], command[4::2], strict=False) if flag == "--set"
+        ]
         # the printed config is the file with train.sh's and the command's overrides
         config = load_config(ROOT / command[1], ["policy.model=/models/Some-Model", *overrides])
         assert TrainConfig.from_mapping(printed) == config

@@ -338,7 +338,7 @@ def test_every_algorithm_logs_what_its_trainer_logged_before_the_shared_loop(tmp
         for record in json.loads(json.dumps(train(config)))
     ]
     assert len(records) == len(recorded) == 2
-    for ours, theirs in zip(records, recorded):
+    for ours, theirs in zip(records, recorded, strict=False):
         _same_numbers(ours, theirs, name)
 
 

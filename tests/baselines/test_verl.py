@@ -165,7 +165,9 @@ def test_play_episode_lays_out_policy_and_environment_tokens():
     # replaying the policy tokens reproduces the rewards
     env.reset(options={"task_id": row["extra_info"]["task_id"]})
     ids = np.array(episode.response_ids)
-    for (start, end), reward in zip(turn_spans(np.array(episode.response_mask)), episode.turn_rewards):
+    for (start, end), reward in zip(
+        turn_spans(np.array(episode.response_mask)), episode.turn_rewards, strict=False
+    ):
         assert env.step(tokenizer.decode(ids[start:end].tolist()))[1] == pytest.approx(reward)
     short = asyncio.run(
         play_episode(generate, tokenizer, env, template, row["extra_info"]["task_id"], response_length=3)

@@ -19,10 +19,10 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 pytest.importorskip("verl", reason="verl (the `verl` extra) provides the config tree the script targets")
 pytest.importorskip("hydra", reason="verl composes its config with hydra-core")

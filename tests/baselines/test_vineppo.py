@@ -21,6 +21,7 @@ from baselines.tiny import bpe_tokenizer
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 from baselines.trainers.run import train
 from baselines.trainers.vineppo import MAX_MC_ROLLOUTS, branch_values, mc_advantages, mean_returns
+
 from fixtures.registry import register_for_test
 from fixtures.walk_env import walk_value
 
@@ -164,7 +165,10 @@ def test_crashed_branches_stop_the_run_or_leave_their_state_s_mean(monkeypatch):
         values("drop")
     survivors = RolloutBatch(
         [Trajectory(group=1, copy=0, task_id="t", turns=[Turn("", [], [], "", "", "", "", reward=2.0)])],
-        0.0, 0.0, 0, 0,
+        0.0,
+        0.0,
+        0,
+        0,
     )
     with pytest.raises(EnvCrashed, match="every branch of state 0 crashed"):
         mean_returns(survivors, 2, 1.0)  # state 1 kept a branch, state 0 none
@@ -182,7 +186,7 @@ def test_whitened_advantages_have_zero_mean_and_unit_spread_over_the_policy_toke
     from baselines.trainers.samples import response_sample, whiten_advantages
 
     samples = [response_sample([1, 2], [3] * n) for n in (1, 2, 5)]
-    for sample, value in zip(samples, (1.0, -2.0, 4.0)):
+    for sample, value in zip(samples, (1.0, -2.0, 4.0), strict=False):
         sample.advantages = np.where(sample.mask, value, 7.0)  # 7 off the policy tokens: ignored, then 0
     whiten_advantages(samples)
     flat = np.concatenate([s.advantages[s.mask] for s in samples])

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from fixtures.registry import register_for_test
 
 import agentenvs
 from agentenvs.cli import main
-from agentenvs.envs.colbench.frontend.render import find_chromium
 from agentenvs.core import EnvEntry
 from agentenvs.core.registration import main_ids
+from agentenvs.envs.colbench.frontend.render import find_chromium
+
+from fixtures.registry import register_for_test
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 CONSOLE_SCRIPT = Path(sys.executable).parent / "agentenvs"
@@ -271,7 +272,9 @@ def test_run_all_skips_an_env_whose_program_is_missing_and_says_how_to_install_i
 ) -> None:
     import gymnasium as gym
 
-    monkeypatch.setitem(gym.spec("agentenvs/ColBench-Frontend-v0").kwargs, "chromium", str(tmp_path / "no-browser"))
+    monkeypatch.setitem(
+        gym.spec("agentenvs/ColBench-Frontend-v0").kwargs, "chromium", str(tmp_path / "no-browser")
+    )
     out = tmp_path / "colbench.jsonl"
     code = main(["run", "ColBench*", "--agent", "random", "--episodes", "1", "--out", str(out)])
     assert code == 0

@@ -70,8 +70,18 @@ def rollouts(env_id: str, seeds: range = range(3), max_turns: int = 12) -> list[
             response = choose_response(env, info, rng)
             obs, reward, terminated, truncated, info = env.step(response)
             steps.append(
-                [digest(response), digest(obs), reward, terminated, truncated, info["state_key"],
-                 info["obs_key"], info["reward_components"], info.get("score"), info.get("success")]
+                [
+                    digest(response),
+                    digest(obs),
+                    reward,
+                    terminated,
+                    truncated,
+                    info["state_key"],
+                    info["obs_key"],
+                    info["reward_components"],
+                    info.get("score"),
+                    info.get("success"),
+                ]
             )
             if terminated or truncated:
                 break

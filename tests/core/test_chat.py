@@ -9,13 +9,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentenvs.core.chat import ChatClient, ChatError, parse_completion
+
 from fixtures.openai_server import FakeOpenAIServer
 
 
 def test_reply_text_usage_and_request_body():
     with FakeOpenAIServer(reply=lambda body: f"echo: {body['messages'][-1]['content']}") as server:
         client = ChatClient(server.base_url, "tiny", max_tokens=32, extra_body={"seed": 3})
-        reply = client.complete([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+        reply = client.complete(
+            [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+        )
         assert reply.text == "echo: hi"
         assert reply.finish_reason == "stop"
         assert reply.prompt_tokens == 3 and reply.completion_tokens == 2
@@ -52,7 +55,12 @@ def test_client_errors_are_not_retried():
         with pytest.raises(ChatError, match="HTTP 401"):
             client.complete([{"role": "user", "content": "q"}])
         assert client.stats.requests == 1
-        assert ChatClient(server.base_url, "m", api_key="secret").complete([{"role": "user", "content": "x"}]).text == "x"
+        assert (
+            ChatClient(server.base_url, "m", api_key="secret")
+            .complete([{"role": "user", "content": "x"}])
+            .text
+            == "x"
+        )
 
 
 def test_unreachable_endpoint_raises_chat_error():
@@ -80,7 +88,9 @@ def test_one_client_serves_many_threads_and_pickles():
     with FakeOpenAIServer() as server:
         client = ChatClient(server.base_url, "m")
         with ThreadPoolExecutor(8) as pool:
-            texts = list(pool.map(lambda i: client.complete([{"role": "user", "content": str(i)}]).text, range(32)))
+            texts = list(
+                pool.map(lambda i: client.complete([{"role": "user", "content": str(i)}]).text, range(32))
+            )
         assert texts == [str(i) for i in range(32)]
         copy = pickle.loads(pickle.dumps(client))
         assert copy.complete([{"role": "user", "content": "after"}]).text == "after"

@@ -97,7 +97,7 @@ def test_every_turns_info_reward_and_observation_is_as_recorded(case, pinned) ->
     recorded = pinned[case_name(case)]
     played = json.loads(json.dumps(play(case)))
     assert len(played) == len(recorded)
-    for turn, (now, then) in enumerate(zip(played, recorded)):
+    for turn, (now, then) in enumerate(zip(played, recorded, strict=False)):
         assert now == then, f"turn {turn} differs"
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from fixtures.openai_server import FakeOpenAIServer
 
 from agentenvs.core.judges import JudgeError, LLMJudge, RuleJudge, normalize_answer
+
+from fixtures.openai_server import FakeOpenAIServer
 
 
 def test_squad_normalisation():

@@ -49,8 +49,20 @@ def test_unordered_containers_ignore_order_and_ordered_ones_do_not():
 
 
 def test_types_are_distinguished():
-    values = [1, 1.0, "1", b"1", True, [1], (1,), {1}, None, np.array([1], dtype=np.int64),
-              np.array([1], dtype=np.int32), np.array([[1]], dtype=np.int64)]
+    values = [
+        1,
+        1.0,
+        "1",
+        b"1",
+        True,
+        [1],
+        (1,),
+        {1},
+        None,
+        np.array([1], dtype=np.int64),
+        np.array([1], dtype=np.int32),
+        np.array([[1]], dtype=np.int64),
+    ]
     encodings = {canonical_bytes(v) for v in values}
     assert len(encodings) == len(values) - 1  # list and tuple are both sequences
     assert canonical_bytes([1]) == canonical_bytes((1,))

@@ -142,8 +142,16 @@ class Turn:
 def turn_of(env: AgentEnv, response: str, step: tuple) -> Turn:
     _, reward, terminated, truncated, info = step
     components = info["reward_components"]
-    return Turn(response, reward, components, components["invalid_action"] > 0, terminated or truncated,
-                info["state_key"], env.potentials, bool(info.get("success", False)))
+    return Turn(
+        response,
+        reward,
+        components,
+        components["invalid_action"] > 0,
+        terminated or truncated,
+        info["state_key"],
+        env.potentials,
+        bool(info.get("success", False)),
+    )
 
 
 def take(env: AgentEnv, response: str) -> Turn:
@@ -269,7 +277,8 @@ def check_invalid_below_valid(env: AgentEnv, env_id: str, preset: str | None, se
                 worst_valid, best_invalid = min(valid), max(invalid)
                 assert best_invalid[0] < worst_valid[0], (
                     f"invalid {best_invalid[1]!r} pays {best_invalid[0]} >= valid {worst_valid[1]!r} "
-                    f"{worst_valid[0]} at turn {snapshot.turn}")
+                    f"{worst_valid[0]} at turn {snapshot.turn}"
+                )
     return compared
 
 
@@ -373,8 +382,14 @@ def test_no_invalid_stalling_or_repeated_turn_pays_as_much_as_playing(case):
 def test_no_invalid_stalling_or_repeated_turn_pays_as_much_as_playing_long(case):
     env_id, preset = case
     variant = env_id in VARIANTS  # 97 BabyAI levels: fewer of their long stalling episodes
-    audit(env_id, preset, seeds=range(2 if variant else 3), walk=6, episodes=True,
-          stalls=2 if variant else len(STALLS))
+    audit(
+        env_id,
+        preset,
+        seeds=range(2 if variant else 3),
+        walk=6,
+        episodes=True,
+        stalls=2 if variant else len(STALLS),
+    )
 
 
 # ------------------------------------------------------- named hacks and docs
@@ -425,8 +440,14 @@ def test_every_tie_at_zero_is_documented(case):
     assert "a tie at 0" in hacks and (preset is None or preset in hacks)
 
 
-@pytest.mark.parametrize("env_id", sorted({entry.entry_point: entry.env_id for entry in agentenvs.ENV_ENTRIES
-                                           if entry.variant_of is None}.values()))
+@pytest.mark.parametrize(
+    "env_id",
+    sorted(
+        {
+            entry.entry_point: entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.variant_of is None
+        }.values()
+    ),
+)
 def test_every_env_docstring_has_a_known_hacks_row(env_id):
     assert len(HACKS.known_hacks(env_id)) > 40
 
@@ -460,7 +481,10 @@ def test_the_env_table_known_hacks_column_matches_the_docstrings():
 
 def test_sokoban_invalid_turn_pays_less_than_a_legal_move_and_a_full_turn():
     # the examples: an invalid turn paid +0.4 in both ids, a legal move 0.4, three moves 0.2
-    for env_id, legal, invalid in (("agentenvs/Sokoban-Verl-v0", 0.4, -0.2), ("agentenvs/Sokoban-v0", 0.2, -0.4)):
+    for env_id, legal, invalid in (
+        ("agentenvs/Sokoban-Verl-v0", 0.4, -0.2),
+        ("agentenvs/Sokoban-v0", 0.2, -0.4),
+    ):
         env = gym.make(env_id).unwrapped
         env.reset(seed=0)
         start = env.snapshot()

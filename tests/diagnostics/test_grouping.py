@@ -88,6 +88,7 @@ def test_similarity_clusters_equal_those_of_the_plain_ratio():
     rng = random.Random(3)
     alphabet = "ab c\u200b\u202e\ud800é"  # zero-width, bidi override, a lone surrogate
     base = ["".join(rng.choice(alphabet) for _ in range(40)) for _ in range(4)]
+
     def variant(text: str) -> str:
         return text[: rng.randrange(30, 41)] + "".join(rng.choice(alphabet) for _ in range(rng.randrange(4)))
 

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures.markdown import SKIP_MARK, python_blocks
+
+from fixtures.markdown import python_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -161,9 +162,15 @@ def test_the_readme_is_a_short_front_door():
 @pytest.mark.parametrize("page", PAGES[1:], ids=[page.relative_to(ROOT).as_posix() for page in PAGES[1:]])
 def test_no_prose_line_of_a_docs_page_runs_past_the_limit(page):
     # table rows cannot wrap; everything else can
-    lines = [(n, len(line)) for n, line in prose_lines(page.read_text(encoding="utf-8")) if not line.startswith("|")]
+    lines = [
+        (n, len(line))
+        for n, line in prose_lines(page.read_text(encoding="utf-8"))
+        if not line.startswith("|")
+    ]
     long = [(number, length) for number, length in lines if length > MAX_LINE_CHARS]
-    assert not long, f"{page.relative_to(ROOT)}: lines over {MAX_LINE_CHARS} characters (line, length): {long}"
+    assert not long, (
+        f"{page.relative_to(ROOT)}: lines over {MAX_LINE_CHARS} characters (line, length): {long}"
+    )
 
 
 def test_the_readme_env_table_has_one_line_per_family_naming_its_ids():

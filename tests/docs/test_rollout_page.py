@@ -85,13 +85,19 @@ def test_every_figure_of_the_section_is_recorded():
 
 @pytest.mark.parametrize(
     ("opening", "result"),
-    [("**Replay**", "bench_leaderboard.json"), ("**Replay of random play**", "bench_leaderboard_random.json")],
+    [
+        ("**Replay**", "bench_leaderboard.json"),
+        ("**Replay of random play**", "bench_leaderboard_random.json"),
+    ],
 )
 def test_the_replay_figures_are_the_recorded_episodes_per_second(opening: str, result: str) -> None:
     import json
 
     rows = json.loads((RESULTS / result).read_text())
-    recorded = {row["env"].removeprefix("agentenvs/").removesuffix("-v0"): round(row["episodes_per_s"]) for row in rows}
+    recorded = {
+        row["env"].removeprefix("agentenvs/").removesuffix("-v0"): round(row["episodes_per_s"])
+        for row in rows
+    }
     quoted = dict(
         (name, int(rate.replace(",", "")))
         for rate, name in re.findall(r"(\d[\d,]*) on ([A-Z][A-Za-z-]+)", paragraph(page_section(), opening))

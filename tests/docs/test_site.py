@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from agentenvs.envs.colbench.frontend.render import VIEWPORT, require_chromium
 from agentenvs.core import registration
 from agentenvs.core.registration import entries
+from agentenvs.envs.colbench.frontend.render import VIEWPORT, require_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -118,9 +118,12 @@ def test_every_page_example_runs_as_a_script_and_plays_a_valid_turn(site: Path, 
         # not <family>.py: a script named alfworld.py would shadow the alfworld package it needs
         scripts[family] = tmp_path / f"example_{env_pages.family_slug(family)}.py"
         scripts[family].write_text(example.group(1), encoding="utf-8")
-    runs = {family: subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-            for family, path in scripts.items()}
+    runs = {
+        family: subprocess.Popen(
+            [sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for family, path in scripts.items()
+    }
     for family, run in runs.items():
         stdout, stderr = run.communicate(timeout=300)
         assert run.returncode == 0, f"{family}'s example failed:\n{stderr[-3000:]}"

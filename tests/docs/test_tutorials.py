@@ -183,9 +183,9 @@ EVAL_WORK = "runs/tutorial-eval"  # the script's default WORK, as the page names
 
 def test_the_eval_tutorial_plays_verifies_and_lands_on_the_board(tmp_path):
     pytest.importorskip("torch")
-    from fixtures.app_server import free_port
-
     from agentenvs.eval.bundle import read_bundle
+
+    from fixtures.app_server import free_port
 
     work = tmp_path / "eval"
     ports = {"MODEL_PORT": str(free_port()), "BOARD_PORT": str(free_port())}
@@ -217,7 +217,11 @@ CHECKOUT_PARTS = [
     "pyproject.toml",
     "README.md",
 ]
-FAMILY_CHECKS = ["tests/core/test_contract.py", "tests/core/test_layout.py", "tests/core/test_reward_hacking.py"]
+FAMILY_CHECKS = [
+    "tests/core/test_contract.py",
+    "tests/core/test_layout.py",
+    "tests/core/test_reward_hacking.py",
+]
 
 
 @pytest.fixture
@@ -255,7 +259,9 @@ def test_the_new_family_registers_is_solved_by_its_expert_and_passes_the_contrac
     assert all("Unlock" not in line for line in lock_cases)  # BabyAI's Unlock levels stay out
     assert len([c for c in lock_cases if c.startswith("tests/core/test_contract.py")]) >= 15
     assert any("test_every_state_of_an_expert_episode_restores_exactly" in c for c in lock_cases)
-    assert any(c.startswith("tests/core/test_reward_hacking.py::test_no_invalid_stalling") for c in lock_cases)
+    assert any(
+        c.startswith("tests/core/test_reward_hacking.py::test_no_invalid_stalling") for c in lock_cases
+    )
     assert any(line.startswith("tests/core/test_layout.py::") for line in listed)
 
 

@@ -8,7 +8,6 @@ import sys
 
 import gymnasium as gym
 import pytest
-from fixtures.openai_server import FakeOpenAIServer
 
 import agentenvs
 from agentenvs.cli import main
@@ -24,6 +23,8 @@ from agentenvs.eval.evaluate import (
 )
 from agentenvs.eval.panel import PANELS
 from leaderboard.verify import verify_submission
+
+from fixtures.openai_server import FakeOpenAIServer
 
 SMOKE = PANELS["smoke"]
 ENV_CLASSES = sorted(
@@ -179,8 +180,15 @@ def test_resume_with_other_settings_is_refused_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize(
     "bad",
     [
-        {"max_tokens": 0}, {"max_tokens": 2.5}, {"max_tokens": 10**30}, {"max_model_len": -1},
-        {"history_window": -1}, {"seed": -1}, {"seed": True}, {"top_p": 0.0}, {"temperature": 3.0},
+        {"max_tokens": 0},
+        {"max_tokens": 2.5},
+        {"max_tokens": 10**30},
+        {"max_model_len": -1},
+        {"history_window": -1},
+        {"seed": -1},
+        {"seed": True},
+        {"top_p": 0.0},
+        {"temperature": 3.0},
         {"temperature": float("nan")},
     ],  # fmt: skip
 )
@@ -260,7 +268,11 @@ def test_how_tokens_were_counted_is_recorded_honestly(tmp_path):
 def test_the_eval_page_states_each_envs_reply_budget():
     from pathlib import Path
 
-    page = " ".join((Path(__file__).parents[2] / "docs" / "reference" / "evaluation.md").read_text(encoding="utf-8").split())
+    page = " ".join(
+        (Path(__file__).parents[2] / "docs" / "reference" / "evaluation.md")
+        .read_text(encoding="utf-8")
+        .split()
+    )
     paragraph = page[page.index("## Replies and context") :][:700]
     stated = {
         "ALFWorld": 512, "WebShop": 512, "Sokoban": 512, "TextCraft": 150, "Search": 500, "BabyAI": 4096,

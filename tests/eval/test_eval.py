@@ -8,7 +8,6 @@ import time
 
 import gymnasium as gym
 import pytest
-from fixtures.openai_server import FakeOpenAIServer
 
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
@@ -16,6 +15,8 @@ from agentenvs.eval.bundle import BundleError, read_bundle, summarize
 from agentenvs.eval.evaluate import run_eval
 from agentenvs.eval.panel import PANELS, PanelSpec, env_panel
 from leaderboard.verify import verify_submission
+
+from fixtures.openai_server import FakeOpenAIServer
 
 ENV_IDS = ["agentenvs/Sokoban-v0", "agentenvs/TextCraft-v0"]
 SMOKE = PANELS["smoke"]

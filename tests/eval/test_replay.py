@@ -10,7 +10,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from fixtures.openai_server import FakeOpenAIServer
 
 import agentenvs
 from agentenvs.cli import main
@@ -27,6 +26,8 @@ from agentenvs.eval.episodes import EpisodeRecord, play_episode
 from agentenvs.eval.evaluate import run_eval
 from agentenvs.eval.panel import PANELS
 from agentenvs.eval.replay import replay_records
+
+from fixtures.openai_server import FakeOpenAIServer
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 PACKAGE = Path(agentenvs.__file__).parent

@@ -37,7 +37,7 @@ def readme_commands() -> dict[str, str]:
     start = lines.index("```bash")
     block = lines[start + 1 : lines.index("```", start + 1)]
     commands = {}
-    for comment, command in zip(block, block[1:]):
+    for comment, command in zip(block, block[1:], strict=False):
         number = re.match(r"# (\d)\. ", comment)
         if number:
             commands[number.group(1)] = command
@@ -162,8 +162,18 @@ def test_without_chromium_on_path_the_tests_that_need_it_skip_naming_why(tmp_pat
     env = dict(os.environ, PATH=path_without_chromium(tmp_path), PYTHONPATH=str(ROOT))
     result = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--no-header",
-            "-k", "Frontend", "tests/core/test_contract.py", "tests/envs/colbench/test_colbench_frontend.py",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rs",
+            "--no-header",
+            "-k",
+            "Frontend",
+            "tests/core/test_contract.py",
+            "tests/envs/colbench/test_colbench_frontend.py",
         ],  # fmt: skip
         cwd=ROOT,
         env=env,
@@ -196,9 +206,11 @@ def test_with_chromium_on_path_the_frontend_env_finds_it_and_renders() -> None:
 def test_no_tracked_file_over_1_mib_outside_fixtures_and_results() -> None:
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    names = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
-    ).stdout.decode().split("\0")
+    names = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
     large = [
         name
         for name in names
@@ -229,7 +241,13 @@ def test_the_suite_loads_where_the_project_cannot_be_imported(tmp_path: Path) ->
     )
     result = subprocess.run(
         [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--no-header",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--no-header",
             "tests/install/test_install.py::test_build_artefacts_are_ignored",
         ],  # fmt: skip
         cwd=ROOT,

@@ -29,6 +29,7 @@ from openenv.core import GenericEnvClient  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from agentenvs.integrations.openenv import WS_FRAME_LIMIT, build_app  # noqa: E402
+
 from expert_episodes import Episode, expert_episode  # noqa: E402
 from fixtures.app_server import free_port, serving  # noqa: E402
 

@@ -16,6 +16,7 @@ from skyrl_gym.metrics import aggregate_for_environment  # noqa: E402
 
 from agentenvs.core.prompting import chat_messages  # noqa: E402
 from agentenvs.integrations.skyrl_gym import ENV_CLASS, AgentenvsTextEnv, dataset_rows  # noqa: E402
+
 from expert_episodes import Episode, expert_episode  # noqa: E402
 
 # (id, seed) pairs whose expert episode takes more than one turn
@@ -149,7 +150,7 @@ def test_rows_written_to_parquet_and_read_as_skyrls_dataset_reads_them_play_the_
     path = tmp_path / "train.parquet"
     datasets.Dataset.from_list(rows).to_parquet(str(path))
     loaded = datasets.load_dataset("parquet", data_files=str(path), keep_in_memory=True)["train"]
-    for row, written in zip(loaded, rows):
+    for row, written in zip(loaded, rows, strict=False):
         # SkyRL's PromptDataset: the prompt and env_class out, every other column becomes the env's extras
         prompt, env_class = row.pop("prompt"), row.pop("env_class")
         env = skyrl_gym.make(env_class, env_config=DictConfig({}), extras=row)

@@ -27,13 +27,13 @@ vf = pytest.importorskip(
     reason="verifiers is not installed here: CI's verifiers step runs this module in .venv-verifiers",
 )
 pytest.importorskip("torch")
-from fixtures.app_server import serving  # noqa: E402
-from fixtures.markdown import python_blocks  # noqa: E402
-
 from agentenvs.agents.local import TransformersChat  # noqa: E402
 from agentenvs.agents.openai_server import create_app  # noqa: E402
 from agentenvs.integrations.verifiers import EPISODE_KEY, load_environment  # noqa: E402
 from baselines.tiny import CHAT_TEMPLATE, random_causal_lm  # noqa: E402
+
+from fixtures.app_server import serving  # noqa: E402
+from fixtures.markdown import python_blocks  # noqa: E402
 
 ENV_ID = "agentenvs/Sokoban-v0"
 REPLY_WORDS = ["up", "down", "left", "right", "||", "<action>", "</action>"]
@@ -147,7 +147,7 @@ def test_rewards_and_components_equal_a_direct_gym_rollout_of_the_same_replies(e
 def test_the_rubric_is_the_env_s_reward_components_with_their_weights(evaluated):
     env, _ = evaluated
     weights = gym.make(ENV_ID).unwrapped.reward_weights
-    named = dict(zip(env.rubric._get_reward_func_names(), env.rubric._get_reward_weights()))
+    named = dict(zip(env.rubric._get_reward_func_names(), env.rubric._get_reward_weights(), strict=False))
     assert {name: named[name] for name in weights} == dict(weights)
     assert named["success"] == named["score"] == 0.0
     assert isinstance(env, vf.MultiTurnEnv)
@@ -156,7 +156,9 @@ def test_the_rubric_is_the_env_s_reward_components_with_their_weights(evaluated)
 def test_the_docs_example_runs_against_the_local_server(server, tmp_path):
     (block,) = [
         code
-        for _, code, _, _ in python_blocks((ROOT / "docs" / "reference" / "integrations.md").read_text(encoding="utf-8"))
+        for _, code, _, _ in python_blocks(
+            (ROOT / "docs" / "reference" / "integrations.md").read_text(encoding="utf-8")
+        )
         if "agentenvs.integrations.verifiers" in code
     ]
     script = tmp_path / "docs_verifiers.py"
@@ -185,7 +187,7 @@ def test_the_docs_example_runs_against_the_local_server(server, tmp_path):
 def test_seeds_past_the_int64_range_make_rows_that_reset_to_the_same_prompt():
     env = load_environment(ENV_ID, seeds=[2**64, 10**30])
     direct = gym.make(ENV_ID)
-    for row, seed in zip(env.get_eval_dataset(), [2**64, 10**30]):
+    for row, seed in zip(env.get_eval_dataset(), [2**64, 10**30], strict=False):
         assert int(row["info"]["seed"]) == seed
         observation, _ = direct.reset(seed=seed)
         assert observation in row["prompt"][-1]["content"]

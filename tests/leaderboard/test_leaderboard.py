@@ -35,7 +35,7 @@ def test_scripted_agents_verify_by_replay_with_the_expert_above_random(random_do
     assert ceiling.summary["overall"]["success"]["mean"] == 1.0
     assert floor.summary["overall"]["score"]["mean"] < ceiling.summary["overall"]["score"]["mean"]
     # transcripts are the replay's observations: the first is what reset showed, one entry per turn + the end
-    for episode, transcript in zip(expert_document["episodes"], ceiling.transcripts):
+    for episode, transcript in zip(expert_document["episodes"], ceiling.transcripts, strict=False):
         assert [turn["response"] for turn in transcript[:-1]] == episode["responses"]
         assert [turn["reward"] for turn in transcript[:-1]] == pytest.approx(episode["rewards"])
         assert "observation" in transcript[-1] and "response" not in transcript[-1]

@@ -13,7 +13,6 @@ import shutil
 
 import numpy as np
 import pytest
-from fixtures.app_server import serving
 from PIL import Image
 
 from agentenvs.core.registration import available_main_ids, family_of
@@ -22,6 +21,8 @@ from leaderboard.app import create_app
 from leaderboard.seed import scripted_document
 from leaderboard.store import Store
 from leaderboard.verify import verify_submission
+
+from fixtures.app_server import serving
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs chromium on PATH (Debian's chromium package)")

@@ -311,11 +311,12 @@ def test_the_docs_state_the_board_s_limits_and_the_submit_page_s_commands():
     from leaderboard.pages import SUBMIT_COMMANDS
 
     reference = Path(__file__).parents[2] / "docs" / "reference"
-    page = " ".join(" ".join((reference / name).read_text() for name in ("evaluation.md", "leaderboard.md")).split())
+    page = " ".join(
+        " ".join((reference / name).read_text() for name in ("evaluation.md", "leaderboard.md")).split()
+    )
     limits = Limits()
     assert (
-        f"{limits.max_bytes // 2**20} MB limit, {limits.uploads_per_window} stored uploads per token"
-        in page
+        f"{limits.max_bytes // 2**20} MB limit, {limits.uploads_per_window} stored uploads per token" in page
     )
     assert f"{limits.failed_auths_per_window} failed authentications per client" in page
     assert limits.window_s == 3600 and MAX_INTEGER == 2**53 - 1 and "2⁵³ − 1" in page

@@ -35,7 +35,10 @@ def test_the_rows_read_objects_maps_arrays_enums_and_nullable_types():
         "additionalProperties": False,
         "properties": {
             "a": {"type": ["integer", "null"], "minimum": 0, "maximum": 2**53 - 1},
-            "b": {"type": "object", "additionalProperties": {"type": "array", "items": {"enum": ["x", "y|z"]}}},
+            "b": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"enum": ["x", "y|z"]}},
+            },
             "c": {"const": "v/1"},
         },
     }

@@ -215,7 +215,7 @@ def test_hostile_responses_replay_and_render_inert(tmp_path):
     }  # fmt: skip
     episodes = [
         {**episode, "transcript": transcript}
-        for episode, transcript in zip(document["episodes"], verdict.transcripts)
+        for episode, transcript in zip(document["episodes"], verdict.transcripts, strict=False)
     ]
     page = submission_page(row, episodes, board_link="/")
     assert (

@@ -220,7 +220,12 @@ def test_a_retriever_index_without_bounds_or_of_another_version_names_the_rebuil
 
 @pytest.mark.parametrize(
     "query",
-    ["\ud800 alpha", "alpha\u200b bravo\u200b", "\u202eecho\u202c golf", "[" * 200_000 + "alpha" + "]" * 200_000],
+    [
+        "\ud800 alpha",
+        "alpha\u200b bravo\u200b",
+        "\u202eecho\u202c golf",
+        "[" * 200_000 + "alpha" + "]" * 200_000,
+    ],
     ids=["lone-surrogate", "zero-width", "bidi", "nested-brackets"],
 )
 @pytest.mark.parametrize("topk", [1, 10**30])

@@ -79,7 +79,7 @@ def test_topk_equals_brute_force(corpus_and_passages, tmp_path, k1, b, topk):
     retriever = BM25Retriever.build(corpus, tmp_path / "bm25", k1=k1, b=b)
     results = retriever.retrieve(QUERIES, topk=topk)
     assert len(results) == len(QUERIES)
-    for query, hits in zip(QUERIES, results):
+    for query, hits in zip(QUERIES, results, strict=False):
         expected = brute_force(passages, query, topk, k1, b)
         assert [hit.index for hit in hits] == [row for row, _ in expected], query
         np.testing.assert_allclose([hit.score for hit in hits], [s for _, s in expected], rtol=1e-5)
@@ -223,7 +223,13 @@ def test_pruned_search_equals_exhaustive_scoring_bit_for_bit(monkeypatch, seed_r
         for path, times in scorer.path_counts.items():
             used[path] = used.get(path, 0) + times
     every_path = {
-        "pruned", "all lists", "trimmed lists", "skipped blocks", "dropped rows", "seeded", "array lookups"
+        "pruned",
+        "all lists",
+        "trimmed lists",
+        "skipped blocks",
+        "dropped rows",
+        "seeded",
+        "array lookups",
     }
     expected = {
         0: every_path,
@@ -251,7 +257,7 @@ def test_threads_sharing_a_scorer_get_the_exhaustive_answers(monkeypatch):
     with ThreadPoolExecutor(4) as pool:
         answers = list(pool.map(lambda query: scorer.search(query, 10), queries))
     assert scorer.path_counts["array lookups"] > 0
-    for query, (rows, scores) in zip(queries, answers):
+    for query, (rows, scores) in zip(queries, answers, strict=False):
         expected_rows, expected_scores = exhaustive_top_k(scorer, query, 10)
         assert rows.tolist() == expected_rows.tolist(), query
         assert scores.tobytes() == expected_scores.tobytes(), query

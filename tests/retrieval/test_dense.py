@@ -92,7 +92,7 @@ def test_encoder_follows_the_e5_recipe(encoder):
 @pytest.mark.parametrize("topk", [1, 5, 64, 200])
 def test_flat_topk_equals_brute_force(flat, corpus, encoder, passage_vectors, topk):
     expected = brute_force(encoder, passage_vectors, QUERIES, topk)
-    for hits, truth in zip(flat.retrieve(QUERIES, topk), expected):
+    for hits, truth in zip(flat.retrieve(QUERIES, topk), expected, strict=False):
         assert [hit.index for hit in hits] == [row for row, _ in truth]
         np.testing.assert_allclose([hit.score for hit in hits], [score for _, score in truth], atol=1e-5)
         assert [hit.passage for hit in hits] == [corpus[row] for row, _ in truth]
@@ -147,7 +147,9 @@ def test_loads_search_r1_published_index_and_corpus(tmp_path, encoder):
     corpus = Corpus.build(tmp_path / "wiki-18.jsonl", tmp_path / "store")
     retriever = DenseRetriever.from_faiss(tmp_path / "e5_Flat.index", corpus, encoder, tmp_path / "served")
     assert not (tmp_path / "served" / "e5_Flat.index").exists()  # served in place, not copied
-    for hits, truth in zip(retriever.retrieve(QUERIES, 4), brute_force(encoder, vectors, QUERIES, 4)):
+    for hits, truth in zip(
+        retriever.retrieve(QUERIES, 4), brute_force(encoder, vectors, QUERIES, 4), strict=False
+    ):
         assert [hit.index for hit in hits] == [row for row, _ in truth]
     assert DenseRetriever.load(tmp_path / "served").retrieve(QUERIES, 4) == retriever.retrieve(QUERIES, 4)
 
@@ -161,7 +163,7 @@ def test_dense_server_rows_are_the_corpus_rows(flat):
         body = httpx.post(
             f"{url}/retrieve", json={"queries": QUERIES[:2], "topk": 2, "return_scores": True}
         ).json()
-    for items, hits in zip(body["result"], flat.retrieve(QUERIES[:2], 2)):
+    for items, hits in zip(body["result"], flat.retrieve(QUERIES[:2], 2), strict=False):
         assert [item["document"] for item in items] == [
             {"id": h.passage.id, "contents": h.passage.contents} for h in hits
         ]
@@ -171,15 +173,20 @@ def test_dense_server_rows_are_the_corpus_rows(flat):
 def test_dense_hits_carry_the_whole_corpus_row_and_search_r1s_client_reads_them(tmp_path, encoder):
     """Search-R1's dense server returns the corpus file's row itself: every field, the file's id type."""
     import httpx
-    from fixtures.search_r1_client import search_r1_information
 
     from retrieval_index.client import RemoteRetriever
     from retrieval_index.server import ServerThread, create_app
 
+    from fixtures.search_r1_client import search_r1_information
+
     rows = [
         {"id": "0", "contents": '"Paris"\nParis is the capital of France.', "source": "wiki-18"},
         {"id": 1, "contents": '"Danube"\nThe Danube flows by Vienna.', "wikipedia_id": 9, "tags": ["river"]},
-        {"id": "2", "contents": "Hamlet\nA tragedy (its title has no quotes).", "meta": {"year": 1600, "x": None}},
+        {
+            "id": "2",
+            "contents": "Hamlet\nA tragedy (its title has no quotes).",
+            "meta": {"year": 1600, "x": None},
+        },
         {"id": "3", "title": "Violin", "text": "A violin has four strings.", "lang": "en"},
         {"id": "4", "contents": '"Odd \ud800 text"\nA lone surrogate, \u202ebidi and zero\u200bwidth.'},
     ]

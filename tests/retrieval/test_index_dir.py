@@ -29,7 +29,17 @@ def top_titles(index_dir: Path, query: str = "capital of france") -> list[str]:
 
 def test_cli_built_index_opens_after_a_move_and_in_a_copy(tmp_path):
     write_corpus_jsonl(PASSAGES, tmp_path / "wiki.jsonl")
-    retrieval_main(["build", "--corpus", str(tmp_path / "wiki.jsonl"), "--kind", "bm25", "--out", str(tmp_path / "a" / "bm25")])
+    retrieval_main(
+        [
+            "build",
+            "--corpus",
+            str(tmp_path / "wiki.jsonl"),
+            "--kind",
+            "bm25",
+            "--out",
+            str(tmp_path / "a" / "bm25"),
+        ]
+    )
     meta = json.loads((tmp_path / "a" / "bm25" / META).read_text())
     assert meta["corpus"] == "corpus"  # the store the build put inside the index folder
 
@@ -116,7 +126,10 @@ def test_a_dense_index_records_faiss_file_encoder_and_corpus_relative_and_moves(
     shutil.move(tmp_path / "a", tmp_path / "b")  # the same depth: the encoder outside stays reachable
     for name in ("e5", "published"):
         retriever, kind = open_retriever(tmp_path / "b" / name)
-        assert kind == "dense" and [hit.index for hit in retriever.retrieve(["capital of france"], 3)[0]] == expected
+        assert (
+            kind == "dense"
+            and [hit.index for hit in retriever.retrieve(["capital of france"], 3)[0]] == expected
+        )
 
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "deeper")  # one level deeper: the encoder is not
     with pytest.raises(FileNotFoundError, match="relink .* --encoder DIR"):

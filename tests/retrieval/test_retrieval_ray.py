@@ -11,7 +11,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fixtures.app_server import free_port
 from test_retrieval_server import passages
 
 from retrieval_index import BM25Retriever, Corpus
@@ -19,6 +18,8 @@ from retrieval_index.client import RemoteRetriever
 from retrieval_index.loading import open_retriever
 from retrieval_index.ray_serve import REPLICA_HEADER
 from retrieval_index.server import ServerLimits, ServerThread, create_app
+
+from fixtures.app_server import free_port
 
 pytestmark = pytest.mark.slow  # starting Ray takes 10-30 s
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,12 +15,13 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from fixtures.app_server import free_port
-from fixtures.search_r1_client import search_r1_information
 
 from retrieval_index import BM25Retriever, Corpus, Passage
 from retrieval_index.client import RemoteRetriever, RemoteRetrieverError
 from retrieval_index.server import ServerLimits, ServerThread, create_app
+
+from fixtures.app_server import free_port
+from fixtures.search_r1_client import search_r1_information
 
 TOPICS = ["river", "mountain", "piano", "violin", "rocket", "planet", "bread", "cheese", "chess", "tennis"]
 
@@ -64,9 +65,9 @@ def test_response_is_search_r1_json_field_by_field(server, bm25):
     expected = bm25.retrieve(queries, 4)
     assert list(body) == ["result"]
     assert len(body["result"]) == len(queries)
-    for items, hits in zip(body["result"], expected):
+    for items, hits in zip(body["result"], expected, strict=False):
         assert len(items) == 4
-        for item, hit in zip(items, hits):
+        for item, hit in zip(items, hits, strict=False):
             assert list(item) == ["document", "score"]
             assert isinstance(item["score"], float)
             assert item["score"] == pytest.approx(hit.score)
@@ -85,13 +86,17 @@ def test_response_is_search_r1_json_field_by_field(server, bm25):
 def test_search_r1s_client_reads_our_bm25_answers_unchanged(server, bm25, return_scores):
     """Search-R1's reading code, given our answer, builds the <information> text its own server's gives."""
     queries = ["river piano", "violin"]
-    body = httpx.post(f"{server}/retrieve", json={"queries": queries, "topk": 3, "return_scores": True}).json()
+    body = httpx.post(
+        f"{server}/retrieve", json={"queries": queries, "topk": 3, "return_scores": True}
+    ).json()
     expected = [
-        "".join(f"Doc {n}(Title: \"{h.passage.title}\") {h.passage.text}\n" for n, h in enumerate(hits, 1))
+        "".join(f'Doc {n}(Title: "{h.passage.title}") {h.passage.text}\n' for n, h in enumerate(hits, 1))
         for hits in bm25.retrieve(queries, 3)
     ]
     assert search_r1_information(body) == expected
-    if not return_scores:  # Search-R1's client always asks for scores; the bare rows read through "document" too
+    if (
+        not return_scores
+    ):  # Search-R1's client always asks for scores; the bare rows read through "document" too
         bare = httpx.post(f"{server}/retrieve", json={"queries": queries, "topk": 3}).json()
         assert bare["result"] == [[item["document"] for item in items] for items in body["result"]]
 

@@ -13,12 +13,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from fixtures.counter_env import CounterEnv
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.agents import make_agent
 from agentenvs.core import UnknownTaskError
 from agentenvs.vector import GroupedVectorEnv
+
+from fixtures.counter_env import CounterEnv
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 SOKOBAN_LONG = "agentenvs/Sokoban-Verl-v0"  # 15 one-move turns: long enough histories to replay
@@ -165,7 +166,7 @@ def test_sigkill_between_steps_loses_nothing(sokoban_reference: list[tuple]) -> 
                 kill_worker(vec, turn // 6)  # worker 0 at turn 2, worker 1 at turn 6
 
         assert rollout(vec, SOKOBAN_LONG, seed=11, before_step=kill) == sokoban_reference
-        assert all(worker.pid() != pid for worker, pid in zip(vec._backend.workers, pids))
+        assert all(worker.pid() != pid for worker, pid in zip(vec._backend.workers, pids, strict=False))
         # the recovered workers run the next episodes as if nothing happened
         assert rollout(vec, SOKOBAN_LONG, seed=11) == sokoban_reference
 

@@ -69,14 +69,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome, TaskSource, stable_digest
+from agentenvs.core.prompting import compose_instructions
 from agentenvs.envs.alfworld import text
-from agentenvs.envs.alfworld.tasks import Game, GeneratedGames
 from agentenvs.envs.alfworld.goals import GoalTargets, goal_targets
 from agentenvs.envs.alfworld.official import OfficialGames
 from agentenvs.envs.alfworld.pddl import format_formula
+from agentenvs.envs.alfworld.tasks import Game, GeneratedGames
 from agentenvs.envs.alfworld.world import AlfredWorld
-from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome, TaskSource, stable_digest
-from agentenvs.core.prompting import compose_instructions
 
 INADMISSIBLE = "the command is not admissible here"
 

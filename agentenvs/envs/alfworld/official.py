@@ -38,10 +38,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from agentenvs.envs.alfworld import text
-from agentenvs.envs.alfworld.tasks import TASK_TYPES, Game
-from agentenvs.envs.alfworld.pddl import PddlError
 from agentenvs.core import IdListTaskSource, UnknownTaskError
+from agentenvs.envs.alfworld import text
+from agentenvs.envs.alfworld.pddl import PddlError
+from agentenvs.envs.alfworld.tasks import TASK_TYPES, Game
 
 SPLIT_FOLDERS = {"train": "train", "valid": "valid_seen", "test": "valid_unseen"}
 VERSION_FOLDERS = ("json_2.1.1", "json_2.1.2")

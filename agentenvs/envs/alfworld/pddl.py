@@ -212,7 +212,7 @@ def _matches(atom: Formula, facts: FactIndex, binding: dict[str, str]) -> Iterat
         if len(args) != len(pattern):
             continue
         extended = dict(binding)
-        for term, want, value in zip(atom[2:], pattern, args):
+        for term, want, value in zip(atom[2:], pattern, args, strict=False):
             if want is None:
                 if extended.setdefault(term, value) != value:
                     break

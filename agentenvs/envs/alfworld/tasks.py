@@ -78,6 +78,7 @@ from typing import Any
 
 import numpy as np
 
+from agentenvs.core import TaskSource, UnknownTaskError, derive_rng
 from agentenvs.envs.alfworld import text
 from agentenvs.envs.alfworld.pddl import (
     Problem,
@@ -88,7 +89,6 @@ from agentenvs.envs.alfworld.pddl import (
     parse_sexpr,
 )
 from agentenvs.envs.alfworld.world import AlfredWorld
-from agentenvs.core import TaskSource, UnknownTaskError, derive_rng
 
 TASK_TYPES = (
     "pick_and_place_simple",

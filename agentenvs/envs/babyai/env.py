@@ -102,7 +102,13 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError('the BabyAI envs need minigrid: pip install "agentenvs[babyai]"') from exc
 
-from agentenvs.envs.babyai.describe import ACTION_HELP, TEXT_ACTIONS, observation_text, parse_action, view_lines
+from agentenvs.envs.babyai.describe import (
+    ACTION_HELP,
+    TEXT_ACTIONS,
+    observation_text,
+    parse_action,
+    view_lines,
+)
 from agentenvs.envs.babyai.tasks import DEFAULT_MIX, BabyAITask, BabyAITaskSource, make_level, resolve_level
 
 # minigrid changes the grid only in the cell in front of the agent, and only on these actions.
@@ -277,7 +283,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         world, index = self.world, self._object_index
         cells = tuple(
             (cell, -1 if now is None else index[id(now)])
-            for cell, (now, then) in enumerate(zip(world.grid.grid, self._initial_cells))
+            for cell, (now, then) in enumerate(zip(world.grid.grid, self._initial_cells, strict=False))
             if now is not then
         )
         objects = tuple(
@@ -297,7 +303,7 @@ class BabyAIEnv(AgentEnv[BabyAITask, int]):
         world.grid.grid[:] = self._initial_cells
         for cell, index in cells:
             world.grid.grid[cell] = None if index < 0 else self._objects[index]
-        for obj, (position, is_open, is_locked) in zip(self._movable, objects):
+        for obj, (position, is_open, is_locked) in zip(self._movable, objects, strict=False):
             obj.cur_pos = position
             if obj.type == "door":
                 obj.is_open, obj.is_locked = is_open, is_locked
@@ -428,9 +434,11 @@ def restore_verifier(instr: Instr, state: tuple[Any, ...], objects: list[WorldOb
     """Put ``instr`` (this task's verifier) back into ``state`` (from :func:`verifier_state`)."""
     for part, values in zip(_verifier_parts(instr), state, strict=True):
         if isinstance(part, Instr):
-            for name, value in zip(_VERIFIER_FIELDS, values):
+            for name, value in zip(_VERIFIER_FIELDS, values, strict=False):
                 if hasattr(part, name):
-                    setattr(part, name, objects[value] if name == "preCarrying" and value is not None else value)
+                    setattr(
+                        part, name, objects[value] if name == "preCarrying" and value is not None else value
+                    )
         else:
             indices, positions = values
             part.obj_set = [objects[i] for i in indices]

@@ -57,8 +57,8 @@ import gymnasium as gym
 from minigrid.envs.babyai.core.roomgrid_level import RejectSampling, RoomGridLevel
 from minigrid.envs.babyai.core.verifier import AfterInstr, BeforeInstr, GoToInstr, ObjDesc, PickupInstr
 
-from agentenvs.envs.babyai import LEVELS, MINIGRID_LEVEL_IDS, level_name
 from agentenvs.core.tasks import TaskSource, UnknownTaskError
+from agentenvs.envs.babyai import LEVELS, MINIGRID_LEVEL_IDS, level_name
 
 SPLIT_SEEDS: Mapping[str, range] = MappingProxyType(
     {

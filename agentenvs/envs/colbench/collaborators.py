@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from agentenvs.envs.colbench.sources import CollaborationTask, Fact
 from agentenvs.core.chat import ChatClient
+from agentenvs.envs.colbench.sources import CollaborationTask, Fact
 
 BACKEND_REPLY_CHARS = 400
 DONT_KNOW = "I don't know."

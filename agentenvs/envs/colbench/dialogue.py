@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.envs.colbench.collaborators import Collaborator, RuleCollaborator, asked_facts
-from agentenvs.envs.colbench.protocol import ANSWER_MARKER, DialogueProtocol, extract_answer
 from agentenvs.core.env import AgentEnv, StepOutcome
 from agentenvs.core.keys import stable_digest
 from agentenvs.core.tasks import TaskSource
+from agentenvs.envs.colbench.collaborators import Collaborator, RuleCollaborator, asked_facts
+from agentenvs.envs.colbench.protocol import ANSWER_MARKER, DialogueProtocol, extract_answer
 
 
 class CollaborationEnv(AgentEnv[Any, tuple[str, str]]):

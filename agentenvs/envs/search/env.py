@@ -113,6 +113,8 @@ import numpy as np
 from agentenvs.core.env import AgentEnv, InvalidAction, StepOutcome, resolve_weights
 from agentenvs.core.judges import normalize_answer, token_f1
 from agentenvs.core.keys import bytes_digest, canonical_bytes, int_list_bytes, text_digest, text_key
+from agentenvs.envs.search.protocol import BARE_PATTERN, SearchParse, SearchProtocol, SequenceChecker
+from agentenvs.envs.search.questions import STYLES, Question
 from agentenvs.envs.search.tasks import (
     DEFAULT_PASSAGES,
     QuestionSource,
@@ -122,8 +124,6 @@ from agentenvs.envs.search.tasks import (
     open_retriever,
     style_splits,
 )
-from agentenvs.envs.search.protocol import BARE_PATTERN, SearchParse, SearchProtocol, SequenceChecker
-from agentenvs.envs.search.questions import STYLES, Question
 
 INSTRUCTIONS = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
@@ -139,14 +139,38 @@ INVALID_TEXT = (
     "Let me try again.\n"
 )
 PRESETS: dict[str, dict[str, float]] = {
-    "agentenvs": {"outcome": 1.0, "retrieval": 0.2, "tool_execution": 0.0, "format": 0.0,
-                  "search_penalty": 0.0, "invalid_action": -0.01},
-    "search-r1": {"outcome": 1.0, "retrieval": 0.0, "tool_execution": 0.0, "format": 0.0,
-                  "search_penalty": 0.0, "invalid_action": 0.0},
-    "mt-grpo": {"outcome": 1.0, "retrieval": 0.5, "tool_execution": 0.2, "format": 0.2,
-                "search_penalty": 0.0, "invalid_action": -0.01},
-    "mt-ppo": {"outcome": 1.0, "retrieval": 0.3, "tool_execution": 0.0, "format": 0.1,
-               "search_penalty": -0.1, "invalid_action": -0.01},
+    "agentenvs": {
+        "outcome": 1.0,
+        "retrieval": 0.2,
+        "tool_execution": 0.0,
+        "format": 0.0,
+        "search_penalty": 0.0,
+        "invalid_action": -0.01,
+    },
+    "search-r1": {
+        "outcome": 1.0,
+        "retrieval": 0.0,
+        "tool_execution": 0.0,
+        "format": 0.0,
+        "search_penalty": 0.0,
+        "invalid_action": 0.0,
+    },
+    "mt-grpo": {
+        "outcome": 1.0,
+        "retrieval": 0.5,
+        "tool_execution": 0.2,
+        "format": 0.2,
+        "search_penalty": 0.0,
+        "invalid_action": -0.01,
+    },
+    "mt-ppo": {
+        "outcome": 1.0,
+        "retrieval": 0.3,
+        "tool_execution": 0.0,
+        "format": 0.1,
+        "search_penalty": -0.1,
+        "invalid_action": -0.01,
+    },
 }
 # Search-R1's qa_em_format scores (v0.3 scripts: structure 0.2, final 0.1, retrieval 0).
 SEARCH_R1_SCORES = {"score": 1.0, "structure_format": 0.2, "final_format": 0.1, "retrieval": 0.0}

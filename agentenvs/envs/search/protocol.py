@@ -136,7 +136,9 @@ class SearchProtocol(ResponseProtocol):
         if match is None:
             bare = BARE_PATTERN.match(text)
             if bare is None:
-                return SearchParse((), False, "no <search>...</search> or <answer>...</answer> block", None, text)
+                return SearchParse(
+                    (), False, "no <search>...</search> or <answer>...</answer> block", None, text
+                )
             return SearchParse((f"{bare.group(1)}[{bare.group(2).strip()}]",), False, None, None, text)
         checker = SequenceChecker()
         checker.feed(text)

@@ -40,57 +40,112 @@ from agentenvs.envs.search.world import RELATIONS, RELATIONS_OF, Encyclopedia, E
 STYLES = ("nq", "triviaqa", "popqa", "hotpotqa", "2wiki", "musique", "bamboogle")
 # Evaluation-set sizes of the originals (FlashRAG: nq test, triviaqa test, popqa test,
 # hotpotqa dev, 2wikimultihopqa dev, musique dev, bamboogle test).
-TEST_SIZES = {"nq": 3610, "triviaqa": 11313, "popqa": 14267, "hotpotqa": 7405, "2wiki": 12576,
-              "musique": 2417, "bamboogle": 125}
+TEST_SIZES = {
+    "nq": 3610,
+    "triviaqa": 11313,
+    "popqa": 14267,
+    "hotpotqa": 7405,
+    "2wiki": 12576,
+    "musique": 2417,
+    "bamboogle": 125,
+}
 VALID_SIZE = 500
 TRAIN_SIZE = 20_000
 # FlashRAG's file names per style, and the split each evaluation file stands for.
-FLASHRAG_NAMES = {"nq": "nq", "triviaqa": "triviaqa", "popqa": "popqa", "hotpotqa": "hotpotqa",
-                  "2wiki": "2wikimultihopqa", "musique": "musique", "bamboogle": "bamboogle"}
+FLASHRAG_NAMES = {
+    "nq": "nq",
+    "triviaqa": "triviaqa",
+    "popqa": "popqa",
+    "hotpotqa": "hotpotqa",
+    "2wiki": "2wikimultihopqa",
+    "musique": "musique",
+    "bamboogle": "bamboogle",
+}
 
 # Question forms over a noun phrase ``{x}``; NQ's are lowercase queries.
 NQ_FORMS = {
-    "occupation": "what was the profession of {x}", "birth_year": "when was {x} born",
-    "birthplace": "where was {x} born", "father": "who was the father of {x}",
-    "spouse": "who was {x} married to", "educated_at": "where did {x} go to school",
-    "country": "what country is {x} in", "founded_year": "when was {x} founded",
-    "capital": "what is the capital of {x}", "currency": "what is the currency of {x}",
-    "founder": "who founded {x}", "headquarters": "where is {x} headquartered",
-    "inception": "when was {x} established", "creator": "who created {x}", "genre": "what genre is {x}",
-    "release_year": "when did {x} come out", "location": "where did {x} take place",
+    "occupation": "what was the profession of {x}",
+    "birth_year": "when was {x} born",
+    "birthplace": "where was {x} born",
+    "father": "who was the father of {x}",
+    "spouse": "who was {x} married to",
+    "educated_at": "where did {x} go to school",
+    "country": "what country is {x} in",
+    "founded_year": "when was {x} founded",
+    "capital": "what is the capital of {x}",
+    "currency": "what is the currency of {x}",
+    "founder": "who founded {x}",
+    "headquarters": "where is {x} headquartered",
+    "inception": "when was {x} established",
+    "creator": "who created {x}",
+    "genre": "what genre is {x}",
+    "release_year": "when did {x} come out",
+    "location": "where did {x} take place",
     "year": "when did {x} happen",
 }
 FORMS = {
-    "occupation": "What was the profession of {x}?", "birth_year": "In what year was {x} born?",
-    "birthplace": "In which city was {x} born?", "father": "Who was the father of {x}?",
-    "spouse": "Who was the spouse of {x}?", "educated_at": "Where was {x} educated?",
-    "country": "In which country is {x}?", "founded_year": "In what year was {x} founded?",
-    "capital": "What is the capital of {x}?", "currency": "What is the currency of {x}?",
-    "founder": "Who founded {x}?", "headquarters": "In which city is {x} headquartered?",
-    "inception": "In what year was {x} established?", "creator": "Who created {x}?",
-    "genre": "What genre is {x}?", "release_year": "In what year was {x} released?",
-    "location": "Where did {x} take place?", "year": "In what year did {x} happen?",
+    "occupation": "What was the profession of {x}?",
+    "birth_year": "In what year was {x} born?",
+    "birthplace": "In which city was {x} born?",
+    "father": "Who was the father of {x}?",
+    "spouse": "Who was the spouse of {x}?",
+    "educated_at": "Where was {x} educated?",
+    "country": "In which country is {x}?",
+    "founded_year": "In what year was {x} founded?",
+    "capital": "What is the capital of {x}?",
+    "currency": "What is the currency of {x}?",
+    "founder": "Who founded {x}?",
+    "headquarters": "In which city is {x} headquartered?",
+    "inception": "In what year was {x} established?",
+    "creator": "Who created {x}?",
+    "genre": "What genre is {x}?",
+    "release_year": "In what year was {x} released?",
+    "location": "Where did {x} take place?",
+    "year": "In what year did {x} happen?",
 }
 POPQA_FORMS = {
-    "occupation": "What is {x}'s occupation?", "birthplace": "In what city was {x} born?",
-    "father": "Who is the father of {x}?", "genre": "What genre is {x}?", "country": "In what country is {x}?",
-    "capital": "What is the capital of {x}?", "creator": "Who was the {role} of {x}?",
+    "occupation": "What is {x}'s occupation?",
+    "birthplace": "In what city was {x} born?",
+    "father": "Who is the father of {x}?",
+    "genre": "What genre is {x}?",
+    "country": "In what country is {x}?",
+    "capital": "What is the capital of {x}?",
+    "creator": "Who was the {role} of {x}?",
 }
-CREATOR_ROLES = {"novel": "author", "poem": "author", "film": "director", "album": "producer", "opera": "composer"}
+CREATOR_ROLES = {
+    "novel": "author",
+    "poem": "author",
+    "film": "director",
+    "album": "producer",
+    "opera": "composer",
+}
 RELATIVE = {  # Bamboogle: "the person who founded X"
-    "founder": "the person who founded {x}", "creator": "the person who created {x}",
-    "spouse": "the person who married {x}", "father": "the father of {x}",
-    "birthplace": "the city where {x} was born", "headquarters": "the city where {x} has its seat",
-    "educated_at": "the institution where {x} studied", "location": "the city where {x} took place",
-    "capital": "the capital of {x}", "country": "the country where {x} lies",
+    "founder": "the person who founded {x}",
+    "creator": "the person who created {x}",
+    "spouse": "the person who married {x}",
+    "father": "the father of {x}",
+    "birthplace": "the city where {x} was born",
+    "headquarters": "the city where {x} has its seat",
+    "educated_at": "the institution where {x} studied",
+    "location": "the city where {x} took place",
+    "capital": "the capital of {x}",
+    "country": "the country where {x} lies",
 }
 # TriviaQA style: "Which {occupation of the answer} {verb} {subject}?", the answer a person with aliases.
 TRIVIA_KINDS = ("organisation", "work", "person", "person", "person")
-TRIVIA_RELATIONS = {"organisation": (("founder", "founded"),), "work": (("creator", "created"),),
-                    "person": (("spouse", "married"), ("father", "was the father of"))}
+TRIVIA_RELATIONS = {
+    "organisation": (("founder", "founded"),),
+    "work": (("creator", "created"),),
+    "person": (("spouse", "married"), ("father", "was the father of")),
+}
 ORDERED = ("birth_year", "founded_year", "inception", "release_year", "year")
-EARLIER = {"birth_year": "was born first", "founded_year": "was founded first", "inception": "was established first",
-           "release_year": "came out first", "year": "happened first"}
+EARLIER = {
+    "birth_year": "was born first",
+    "founded_year": "was founded first",
+    "inception": "was established first",
+    "release_year": "came out first",
+    "year": "happened first",
+}
 
 
 @dataclass(frozen=True)
@@ -116,8 +171,12 @@ class Question:
         metadata = dict(self.metadata)
         if self.hops:
             metadata["hops"] = [list(hop) for hop in self.hops]
-        return {"id": self.id, "question": self.question, "golden_answers": list(self.golden_answers),
-                "metadata": metadata}
+        return {
+            "id": self.id,
+            "question": self.question,
+            "golden_answers": list(self.golden_answers),
+            "metadata": metadata,
+        }
 
     @classmethod
     def from_flashrag(cls, row: dict[str, Any], default_id: str = "") -> Question:
@@ -228,14 +287,21 @@ class QuestionMaker:
         for relation in relations[:-1]:
             phrase = phrase_of(relation).format(s=phrase, x=phrase)
         subjects = self.walk(start, relations)
-        hops = [self.hop(subject, relation) for subject, relation in zip(subjects, relations)]
+        hops = [self.hop(subject, relation) for subject, relation in zip(subjects, relations, strict=False)]
         return forms[relations[-1]].format(x=phrase), hops
 
     # ----------------------------------------------------------------- styles
     def draw(self, style: str, rng: np.random.Generator) -> tuple[str, tuple[str, ...], list] | None:
         """One candidate (question, golden answers, hops), or None when the draw does not fit."""
-        draw = {"nq": self._nq, "triviaqa": self._triviaqa, "popqa": self._popqa, "hotpotqa": self._hotpotqa,
-                "2wiki": self._two_wiki, "musique": self._musique, "bamboogle": self._bamboogle}[style]
+        draw = {
+            "nq": self._nq,
+            "triviaqa": self._triviaqa,
+            "popqa": self._popqa,
+            "hotpotqa": self._hotpotqa,
+            "2wiki": self._two_wiki,
+            "musique": self._musique,
+            "bamboogle": self._bamboogle,
+        }[style]
         return draw(rng)
 
     def _pick(self, pool: Sequence[int], rng) -> Entity:
@@ -306,12 +372,15 @@ class QuestionMaker:
             return self._comparison(self.by_kind["work"], rng, "release_year")
         if kind == 2:
             person = self._pick(self.by_kind["person"], rng)
-            relations, name = (("father", "father"), "paternal grandfather") if rng.random() < 0.5 \
+            relations, name = (
+                (("father", "father"), "paternal grandfather")
+                if rng.random() < 0.5
                 else (("spouse", "father"), "father-in-law")
+            )
             subjects = self.walk(person, relations)
             if len({s.index for s in subjects}) < len(subjects):
                 return None
-            hops = [self.hop(s, r) for s, r in zip(subjects, relations)]
+            hops = [self.hop(s, r) for s, r in zip(subjects, relations, strict=False)]
             return f"Who is the {name} of {person.title}?", self.answers(subjects[-1], relations[-1]), hops
         first, second = self._pick(self.by_kind["work"], rng), self._pick(self.by_kind["work"], rng)
         if first.index == second.index:
@@ -321,8 +390,12 @@ class QuestionMaker:
         if years[0] == years[1] or creators[0].index == creators[1].index:
             return None
         winner = first if years[0] < years[1] else second
-        hops = [self.hop(first, "creator"), self.hop(creators[0], "birth_year"),
-                self.hop(second, "creator"), self.hop(creators[1], "birth_year")]
+        hops = [
+            self.hop(first, "creator"),
+            self.hop(creators[0], "birth_year"),
+            self.hop(second, "creator"),
+            self.hop(creators[1], "birth_year"),
+        ]
         text = f"Which work has the creator who was born first, {first.title} or {second.title}?"
         return text, tuple(dict.fromkeys((winner.title, winner.name, *winner.aliases))), hops
 

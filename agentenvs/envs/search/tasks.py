@@ -81,9 +81,8 @@ def builtin_dir(num_passages: int = DEFAULT_PASSAGES, seed: int = 0) -> Path:
 
 
 def _build(out: Path, num_passages: int, seed: int) -> None:
-    from retrieval_index import BM25Retriever, Corpus, Passage
-
     from agentenvs.envs.search.world import Encyclopedia
+    from retrieval_index import BM25Retriever, Corpus, Passage
 
     world = Encyclopedia(num_passages, seed)
     corpus = Corpus.from_passages(
@@ -98,7 +97,9 @@ def _build(out: Path, num_passages: int, seed: int) -> None:
         sizes = split_sizes(style, len(questions))
         start = 0
         for split in ("test", "valid", "train"):
-            write_questions(questions[start : start + sizes[split]], out / "questions" / f"{style}.{split}.jsonl")
+            write_questions(
+                questions[start : start + sizes[split]], out / "questions" / f"{style}.{split}.jsonl"
+            )
             start += sizes[split]
 
 
@@ -196,7 +197,9 @@ class QuestionSource(IdListTaskSource[Question]):
         return rows.question(index)
 
 
-def style_splits(rows_of: Callable[[str, str], QuestionRows], styles: Sequence[str], train_styles: Sequence[str]):
+def style_splits(
+    rows_of: Callable[[str, str], QuestionRows], styles: Sequence[str], train_styles: Sequence[str]
+):
     """Splits over several styles; a single style, or Search-R1's mix: train and valid from
     ``train_styles``, test from every style."""
     return {

@@ -31,32 +31,106 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-
 from agentenvs.core.keys import derive_seed
 
 GENERATOR_VERSION = "1"
 
 KINDS = ("person", "city", "country", "organisation", "work", "event")
 # Share of entities of each kind (countries are capped, see _kind_counts).
-KIND_SHARES = {"person": 0.42, "city": 0.16, "country": 0.01, "organisation": 0.14, "work": 0.19, "event": 0.08}
+KIND_SHARES = {
+    "person": 0.42,
+    "city": 0.16,
+    "country": 0.01,
+    "organisation": 0.14,
+    "work": 0.19,
+    "event": 0.08,
+}
 
 OCCUPATIONS = (
-    "painter", "novelist", "physicist", "architect", "composer", "botanist", "cartographer", "sculptor",
-    "chemist", "poet", "engineer", "historian", "astronomer", "economist", "photographer", "diplomat",
-    "mathematician", "playwright", "linguist", "surgeon",
+    "painter",
+    "novelist",
+    "physicist",
+    "architect",
+    "composer",
+    "botanist",
+    "cartographer",
+    "sculptor",
+    "chemist",
+    "poet",
+    "engineer",
+    "historian",
+    "astronomer",
+    "economist",
+    "photographer",
+    "diplomat",
+    "mathematician",
+    "playwright",
+    "linguist",
+    "surgeon",
 )
-GENRES = ("science fiction", "historical drama", "comedy", "mystery", "documentary", "fantasy", "thriller",
-          "romance", "satire", "western")
+GENRES = (
+    "science fiction",
+    "historical drama",
+    "comedy",
+    "mystery",
+    "documentary",
+    "fantasy",
+    "thriller",
+    "romance",
+    "satire",
+    "western",
+)
 WORK_TYPES = ("novel", "film", "album", "opera", "poem")
 ORG_TYPES = ("university", "company", "museum", "orchestra", "observatory", "publishing house")
 EVENT_TYPES = ("battle", "treaty", "festival", "expedition", "congress")
 CURRENCIES = ("florin", "mark", "crown", "dinar", "thaler", "ducat", "lira", "real", "peso", "rand")
-REGIONS = ("the northern archipelago", "the central plateau", "the western coast", "the eastern steppe",
-           "the southern highlands")
-WORK_NOUNS = ("Affair", "Orchard", "Letters", "Tide", "Crown", "Winter", "Harbour", "Garden", "Signal", "Mirror")
+REGIONS = (
+    "the northern archipelago",
+    "the central plateau",
+    "the western coast",
+    "the eastern steppe",
+    "the southern highlands",
+)
+WORK_NOUNS = (
+    "Affair",
+    "Orchard",
+    "Letters",
+    "Tide",
+    "Crown",
+    "Winter",
+    "Harbour",
+    "Garden",
+    "Signal",
+    "Mirror",
+)
 EVENT_ADJECTIVES = ("Great", "First", "Second", "Last", "Northern", "Golden")
-ONSETS = ("b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "kl", "l", "m", "n", "p", "r", "s", "st", "t",
-          "tr", "v", "z", "al", "el", "or")
+ONSETS = (
+    "b",
+    "br",
+    "c",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "k",
+    "kl",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "z",
+    "al",
+    "el",
+    "or",
+)
 VOWELS = ("a", "e", "i", "o", "u", "ae", "ia", "ou", "ei")
 CODAS = ("", "n", "r", "l", "s", "th", "nd", "rk", "m", "x", "ck", "ld")
 
@@ -81,60 +155,153 @@ class Relation:
 RELATIONS: dict[str, Relation] = {
     r.name: r
     for r in (
-        Relation("occupation", "person", None,
-                 ("{s} worked in the profession of {o}.", "By profession {s} was one of the {o}s of the period."),
-                 "the occupation of {s}", "occupation profession"),
-        Relation("birth_year", "person", None,
-                 ("{s} was born in the year {o}.", "Records show that {s} was born in the year {o}."),
-                 "the birth year of {s}", "born year"),
-        Relation("birthplace", "person", "city",
-                 ("{s} was born in the city of {o}.", "{s} was born and raised in the city of {o}."),
-                 "the birthplace of {s}", "born city"),
-        Relation("father", "person", "person",
-                 ("{s} was the child of {o}.", "The father of {s} was {o}."),
-                 "the father of {s}", "father child parent"),
-        Relation("spouse", "person", "person",
-                 ("{s} married {o}.", "{s} was married to {o}."),
-                 "the spouse of {s}", "married spouse"),
-        Relation("educated_at", "person", "organisation",
-                 ("{s} studied at {o}.", "{s} was educated at {o}."),
-                 "the institution where {s} studied", "studied educated at"),
-        Relation("country", "city", "country",
-                 ("{s} is a city that lies in the country of {o}.", "{s} lies within the borders of the country {o}."),
-                 "the country of {s}", "lies country"),
-        Relation("founded_year", "city", None,
-                 ("{s} was founded in {o}.", "The settlement of {s} was founded in {o}."),
-                 "the founding year of {s}", "founded in"),
-        Relation("capital", "country", "city",
-                 ("The capital of {s} is {o}.", "{o} serves as the capital of {s}."),
-                 "the capital of {s}", "capital"),
-        Relation("currency", "country", None,
-                 ("The currency of {s} is the {o}.", "{s} uses the {o} as its currency."),
-                 "the currency of {s}", "currency"),
-        Relation("founder", "organisation", "person",
-                 ("{s} was founded by {o}.", "{o} established {s}."),
-                 "the founder of {s}", "founded by established"),
-        Relation("headquarters", "organisation", "city",
-                 ("{s} is headquartered in {o}.", "The seat of {s} is in {o}."),
-                 "the headquarters city of {s}", "headquartered seat"),
-        Relation("inception", "organisation", None,
-                 ("{s} was established in {o}.", "{s} opened its doors in {o}."),
-                 "the founding year of {s}", "established year opened"),
-        Relation("creator", "work", "person",
-                 ("{s} was created by {o}.", "{s} is a work by {o}."),
-                 "the creator of {s}", "created work author director"),
-        Relation("genre", "work", None,
-                 ("{s} belongs to the {o} genre.", "Critics classify {s} as {o}."),
-                 "the genre of {s}", "genre"),
-        Relation("release_year", "work", None,
-                 ("{s} was released in {o}.", "{s} first appeared in {o}."),
-                 "the release year of {s}", "released year appeared"),
-        Relation("location", "event", "city",
-                 ("{s} took place in {o}.", "{s} was held in {o}."),
-                 "the place of {s}", "took place held location"),
-        Relation("year", "event", None,
-                 ("{s} happened in {o}.", "{s} is dated to {o}."),
-                 "the year of {s}", "happened year dated"),
+        Relation(
+            "occupation",
+            "person",
+            None,
+            ("{s} worked in the profession of {o}.", "By profession {s} was one of the {o}s of the period."),
+            "the occupation of {s}",
+            "occupation profession",
+        ),
+        Relation(
+            "birth_year",
+            "person",
+            None,
+            ("{s} was born in the year {o}.", "Records show that {s} was born in the year {o}."),
+            "the birth year of {s}",
+            "born year",
+        ),
+        Relation(
+            "birthplace",
+            "person",
+            "city",
+            ("{s} was born in the city of {o}.", "{s} was born and raised in the city of {o}."),
+            "the birthplace of {s}",
+            "born city",
+        ),
+        Relation(
+            "father",
+            "person",
+            "person",
+            ("{s} was the child of {o}.", "The father of {s} was {o}."),
+            "the father of {s}",
+            "father child parent",
+        ),
+        Relation(
+            "spouse",
+            "person",
+            "person",
+            ("{s} married {o}.", "{s} was married to {o}."),
+            "the spouse of {s}",
+            "married spouse",
+        ),
+        Relation(
+            "educated_at",
+            "person",
+            "organisation",
+            ("{s} studied at {o}.", "{s} was educated at {o}."),
+            "the institution where {s} studied",
+            "studied educated at",
+        ),
+        Relation(
+            "country",
+            "city",
+            "country",
+            (
+                "{s} is a city that lies in the country of {o}.",
+                "{s} lies within the borders of the country {o}.",
+            ),
+            "the country of {s}",
+            "lies country",
+        ),
+        Relation(
+            "founded_year",
+            "city",
+            None,
+            ("{s} was founded in {o}.", "The settlement of {s} was founded in {o}."),
+            "the founding year of {s}",
+            "founded in",
+        ),
+        Relation(
+            "capital",
+            "country",
+            "city",
+            ("The capital of {s} is {o}.", "{o} serves as the capital of {s}."),
+            "the capital of {s}",
+            "capital",
+        ),
+        Relation(
+            "currency",
+            "country",
+            None,
+            ("The currency of {s} is the {o}.", "{s} uses the {o} as its currency."),
+            "the currency of {s}",
+            "currency",
+        ),
+        Relation(
+            "founder",
+            "organisation",
+            "person",
+            ("{s} was founded by {o}.", "{o} established {s}."),
+            "the founder of {s}",
+            "founded by established",
+        ),
+        Relation(
+            "headquarters",
+            "organisation",
+            "city",
+            ("{s} is headquartered in {o}.", "The seat of {s} is in {o}."),
+            "the headquarters city of {s}",
+            "headquartered seat",
+        ),
+        Relation(
+            "inception",
+            "organisation",
+            None,
+            ("{s} was established in {o}.", "{s} opened its doors in {o}."),
+            "the founding year of {s}",
+            "established year opened",
+        ),
+        Relation(
+            "creator",
+            "work",
+            "person",
+            ("{s} was created by {o}.", "{s} is a work by {o}."),
+            "the creator of {s}",
+            "created work author director",
+        ),
+        Relation(
+            "genre",
+            "work",
+            None,
+            ("{s} belongs to the {o} genre.", "Critics classify {s} as {o}."),
+            "the genre of {s}",
+            "genre",
+        ),
+        Relation(
+            "release_year",
+            "work",
+            None,
+            ("{s} was released in {o}.", "{s} first appeared in {o}."),
+            "the release year of {s}",
+            "released year appeared",
+        ),
+        Relation(
+            "location",
+            "event",
+            "city",
+            ("{s} took place in {o}.", "{s} was held in {o}."),
+            "the place of {s}",
+            "took place held location",
+        ),
+        Relation(
+            "year",
+            "event",
+            None,
+            ("{s} happened in {o}.", "{s} is dated to {o}."),
+            "the year of {s}",
+            "happened year dated",
+        ),
     )
 }
 RELATIONS_OF: dict[str, tuple[str, ...]] = {
@@ -267,7 +434,7 @@ class Encyclopedia:
         self.rank_of = list(range(len(kinds)))  # popularity rank per entity
         rng.shuffle(self.rank_of)
         entities: list[Entity] = []
-        for i, (kind, (name, detail, aliases)) in enumerate(zip(kinds, raw)):
+        for i, (kind, (name, detail, aliases)) in enumerate(zip(kinds, raw, strict=False)):
             title = f"{name} ({detail})" if holders[name] > 1 else name
             popularity = int(2_000_000 / (self.rank_of[i] + 1) ** 1.1) + 3
             entities.append(Entity(i, kind, detail, name, title, aliases, popularity, {}))
@@ -327,8 +494,13 @@ class Encyclopedia:
             return str(GENRES[rng.randrange(len(GENRES))])
         if relation == "currency":
             return f"{entity.name.lower()[:4]}ian {CURRENCIES[rng.randrange(len(CURRENCIES))]}"
-        low, high = {"birth_year": (1700, 1990), "founded_year": (900, 1900), "inception": (1600, 2000),
-                     "release_year": (1880, 2015), "year": (1500, 2010)}[relation]
+        low, high = {
+            "birth_year": (1700, 1990),
+            "founded_year": (900, 1900),
+            "inception": (1600, 2000),
+            "release_year": (1880, 2015),
+            "year": (1500, 2010),
+        }[relation]
         return str(rng.randrange(low, high))
 
     # -------------------------------------------------------------- passages
@@ -360,8 +532,11 @@ class Encyclopedia:
                 if rng.random() < 0.5:
                     mention = self.entities[rng.randrange(len(self.entities))]
                 filler = next(fillers)
-                sentences.append(filler.format(s=entity.title, m=mention.title,
-                                               region=REGIONS[rng.randrange(len(REGIONS))]))
+                sentences.append(
+                    filler.format(
+                        s=entity.title, m=mention.title, region=REGIONS[rng.randrange(len(REGIONS))]
+                    )
+                )
             row = len(self.passages)
             for relation in facts:
                 self.evidence[(entity.index, relation)] = row

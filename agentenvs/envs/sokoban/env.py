@@ -99,9 +99,9 @@ from agentenvs.core import (
     observation_text_space,
 )
 from agentenvs.core.prompting import compose_instructions
-from agentenvs.envs.sokoban.tasks import GeneratorConfig, SokobanTask, SokobanTaskSource
 from agentenvs.envs.sokoban.render import image_shape, render_rgb
 from agentenvs.envs.sokoban.room import DIRECTIONS, LEGEND, boxes_on_targets, is_solved, move, render_text
+from agentenvs.envs.sokoban.tasks import GeneratorConfig, SokobanTask, SokobanTaskSource
 
 OBS_MODES = ("text", "image", "text+image")
 

@@ -273,7 +273,7 @@ def reverse_play(room: Room, player: int, targets: list[int]) -> tuple[int, Boxe
 
     def displacement(positions: tuple[int, ...]) -> int:
         total = 0
-        for cell, (target_row, target_column) in zip(positions, target_coordinates):
+        for cell, (target_row, target_column) in zip(positions, target_coordinates, strict=False):
             row, column = coordinates[cell]
             total += abs(row - target_row) + abs(column - target_column)
         return total

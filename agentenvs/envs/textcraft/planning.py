@@ -48,7 +48,7 @@ def planned_member(book: RecipeBook, tag: str) -> str | None:
 
 def craft_command(recipe: Recipe, items: list[str]) -> str:
     """``craft {n} {output} using {n} {item}, ...`` with one chosen item per ingredient."""
-    used = ", ".join(f"{i.count} {display_name(item)}" for i, item in zip(recipe.inputs, items))
+    used = ", ".join(f"{i.count} {display_name(item)}" for i, item in zip(recipe.inputs, items, strict=False))
     return f"craft {recipe.count} {display_name(recipe.output)} using {used}"
 
 
@@ -98,7 +98,7 @@ def plan_commands(book: RecipeBook, goal: str, inventory: Mapping[str, int] | No
             continue
         recipe, members = recipes[item]
         runs[item] = -(-missing // recipe.count)
-        for ingredient, member in zip(recipe.inputs, members):
+        for ingredient, member in zip(recipe.inputs, members, strict=False):
             demand[member] = demand.get(member, 0) + runs[item] * ingredient.count
     commands = [
         f"get {runs[item]} {display_name(item)}" for item in order if item in runs and item not in recipes

@@ -197,7 +197,9 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
     @property
     def observation_mode(self) -> str:
         """Deprecated name of :attr:`obs_mode`."""
-        warnings.warn("WebShopEnv.observation_mode is deprecated: use obs_mode", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "WebShopEnv.observation_mode is deprecated: use obs_mode", DeprecationWarning, stacklevel=2
+        )
         return self.obs_mode
 
     def _search_engine(self, backend: str, pyserini_index: str | os.PathLike[str] | None) -> SearchBackend:

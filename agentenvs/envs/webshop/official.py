@@ -183,10 +183,14 @@ def synthetic_goals(product: Product, instruction: str, instruction_attributes: 
     names = sorted(options)
     goals = []
     for combination in itertools.product(*(options[name] for name in names)):
-        pairs = tuple(zip(names, combination))
+        pairs = tuple(zip(names, combination, strict=False))
         goals.append(
             Goal.for_product(
-                product, synthetic_goal_text(instruction, pairs, price_text), instruction_attributes, pairs, upper
+                product,
+                synthetic_goal_text(instruction, pairs, price_text),
+                instruction_attributes,
+                pairs,
+                upper,
             )
         )
     return goals

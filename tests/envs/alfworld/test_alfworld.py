@@ -17,9 +17,14 @@ import pytest
 pytest.importorskip("alfworld", reason="the alfworld extra (its data files) is not installed")
 
 import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.core import ListTaskSource
+from agentenvs.core.registration import make_expert
 from agentenvs.envs.alfworld import text
 from agentenvs.envs.alfworld.env import ALFWorldEnv, progress_potential
 from agentenvs.envs.alfworld.expert import AlfworldExpert, ExpertPlanner
+from agentenvs.envs.alfworld.goals import goal_targets
+from agentenvs.envs.alfworld.official import OfficialGames, goal_text_of, read_game
+from agentenvs.envs.alfworld.pddl import FactIndex, holds, parse_formula, parse_problem, parse_sexpr
 from agentenvs.envs.alfworld.tasks import (
     SPLIT_SIZES,
     TASK_TYPES,
@@ -28,12 +33,7 @@ from agentenvs.envs.alfworld.tasks import (
     generate_game,
     load_data,
 )
-from agentenvs.envs.alfworld.goals import goal_targets
-from agentenvs.envs.alfworld.official import OfficialGames, goal_text_of, read_game
-from agentenvs.envs.alfworld.pddl import FactIndex, holds, parse_formula, parse_problem, parse_sexpr
 from agentenvs.envs.alfworld.world import AlfredWorld
-from agentenvs.core import ListTaskSource
-from agentenvs.core.registration import make_expert
 
 HAND_GOAL = "put a hot apple in countertop"
 HAND_PROBLEM = """\
@@ -420,7 +420,12 @@ def write_official_tree(root: Path) -> None:
     broken = base / "train" / "pick_and_place_simple-Mug-None-Shelf-8" / "trial_T20190906_000001_000000"
     broken.mkdir(parents=True)
     (broken / "game.tw-pddl").write_text(json.dumps({**hand_game_file(), "solvable": False}))
-    other_type = base / "train" / "pick_and_place_with_movable_recep-Apple-Bowl-Fridge-8" / "trial_T20190906_000002_000000"
+    other_type = (
+        base
+        / "train"
+        / "pick_and_place_with_movable_recep-Apple-Bowl-Fridge-8"
+        / "trial_T20190906_000002_000000"
+    )
     other_type.mkdir(parents=True)
     (other_type / "game.tw-pddl").write_text(json.dumps(hand_game_file()))
 
@@ -478,7 +483,9 @@ def test_rewards_outcome_progress_invalid_and_format():
     assert info["reward_components"]["invalid_action"] == 1.0 and math.isclose(reward, -0.1)
     obs, *_ = env.step("<action>take apple 1 from fridge 1</action>")
     assert obs == f"Nothing happens.\n{env.action_help()}"
-    assert env.action_help() == f"Admissible commands (case-sensitive): {', '.join(env.admissible_actions())}."
+    assert (
+        env.action_help() == f"Admissible commands (case-sensitive): {', '.join(env.admissible_actions())}."
+    )
     total_progress = 0.0
     expert = AlfworldExpert(env)
     obs, info = env.reset(seed=0)

@@ -19,52 +19,33 @@ asserted here are the ones TextWorld prints.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("alfworld", reason="the alfworld extra (its data files) is not installed")
 
+from agentenvs.core import derive_rng
 from agentenvs.envs.alfworld import text
 from agentenvs.envs.alfworld.env import ALFWorldEnv
 from agentenvs.envs.alfworld.expert import AlfworldExpert, ExpertPlanner
-from agentenvs.envs.alfworld.tasks import SPLIT_SIZES, game_file, generate_game, load_data
 from agentenvs.envs.alfworld.official import OfficialGames, file_version, read_game
 from agentenvs.envs.alfworld.pddl import PddlError, parse_problem
+from agentenvs.envs.alfworld.tasks import SPLIT_SIZES, game_file, generate_game
 from agentenvs.envs.alfworld.world import AlfredWorld
-from agentenvs.core import derive_rng
 
 from fixtures.alfworld_published import (  # noqa: E402
     BEDROOM_GOAL,
-    BEDROOM_GOAL_PDDL,
-    BEDROOM_INIT,
     BEDROOM_NAME,
-    BEDROOM_OBJECTS,
     BEDROOM_PROBLEM,
-    HELP_ACTION,
-    HELP_GRAMMAR,
     KITCHEN_GOAL,
-    KITCHEN_GOAL_PDDL,
-    KITCHEN_INIT,
     KITCHEN_NAME,
-    KITCHEN_OBJECTS,
     KITCHEN_PROBLEM,
-    PATCH_REPLACEMENTS,
-    PUBLISHED_GAMES,
-    VERSIONS,
-    class_declarations,
     patched_file,
     published_file,
-    published_problem,
-    published_script,
     published_world,
-    put_command,
-    raw_file,
-    raw_logic,
     write_published_tree,
 )
 

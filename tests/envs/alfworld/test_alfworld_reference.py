@@ -23,12 +23,12 @@ import pytest
 from test_alfworld import HAND_GOAL, HAND_PROBLEM, hand_game_file
 from test_alfworld_published import published_file, published_script, published_world
 
+from agentenvs.core import derive_rng
 from agentenvs.envs.alfworld.expert import ExpertPlanner
-from agentenvs.envs.alfworld.tasks import TASK_TYPES, game_file, generate_game
 from agentenvs.envs.alfworld.pddl import parse_problem
 from agentenvs.envs.alfworld.reference import ReferenceGame, reference_available
+from agentenvs.envs.alfworld.tasks import TASK_TYPES, game_file, generate_game
 from agentenvs.envs.alfworld.world import AlfredWorld
-from agentenvs.core import derive_rng
 
 pytestmark = pytest.mark.skipif(not reference_available(), reason="TextWorld + Fast Downward not installed")
 
@@ -161,7 +161,7 @@ def test_many_generated_games_identical_in_textworld(chunk, tmp_path):
     numbers = range(chunk * GAMES_PER_CHUNK, (chunk + 1) * GAMES_PER_CHUNK)
     jobs = [(splits[k % 3], k // 3, str(tmp_path), WALKS[k // 3 % 3]) for k in numbers]
     with ProcessPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(check_generated, *zip(*jobs)))
+        results = list(pool.map(check_generated, *zip(*jobs, strict=False)))
     assert [m for found in results for m in found] == []
     kinds = {generate_game(split, index).task_type for split, index, _, _ in jobs}
     assert len(kinds) >= 4

@@ -19,6 +19,7 @@ from gymnasium.utils.env_checker import check_env
 from minigrid.core.world_object import Key
 
 import agentenvs
+from agentenvs.core import InvalidAction, UnknownTaskError, derive_rng
 from agentenvs.envs.babyai import LEVELS, MINIGRID_LEVEL_IDS
 from agentenvs.envs.babyai.describe import TEXT_ACTIONS, observation_text, parse_action, view_lines
 from agentenvs.envs.babyai.env import BabyAIEnv
@@ -30,7 +31,6 @@ from agentenvs.envs.babyai.tasks import (
     BabyAITaskSource,
     PickUpSeqGoToLocal,
 )
-from agentenvs.core import InvalidAction, UnknownTaskError, derive_rng
 
 MINIGRID_IDS = {level.removeprefix("BabyAI-").rsplit("-v", 1)[0]: level for level in MINIGRID_LEVEL_IDS}
 

@@ -18,7 +18,9 @@ from agentenvs.envs.babyai.env import BabyAIEnv
 from agentenvs.envs.babyai.tasks import DEFAULT_MIX
 
 RECORDING = json.loads(
-    (Path(__file__).parents[2] / "fixtures" / "babyai" / "balrog_text_reference.json").read_text(encoding="utf-8")
+    (Path(__file__).parents[2] / "fixtures" / "babyai" / "balrog_text_reference.json").read_text(
+        encoding="utf-8"
+    )
 )
 EPISODES = RECORDING["episodes"]
 

@@ -12,17 +12,23 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from fixtures.colbench_tasks import OFFICIAL_ROW, write_official
 
 import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.core import derive_rng
 from agentenvs.envs.colbench.backend.env import ColBenchEnv
 from agentenvs.envs.colbench.backend.families import FAMILIES, LATE_FEE
 from agentenvs.envs.colbench.backend.sandbox import CallResult, Sandbox, SandboxLimits
 from agentenvs.envs.colbench.backend.scoring import evaluate, strip_fences
-from agentenvs.envs.colbench.backend.tasks import BackendTask, GeneratedTasks, generate_task, run_trusted_reference
+from agentenvs.envs.colbench.backend.tasks import (
+    BackendTask,
+    GeneratedTasks,
+    generate_task,
+    run_trusted_reference,
+)
 from agentenvs.envs.colbench.collaborators import DONT_KNOW, RuleCollaborator, asked_facts
 from agentenvs.envs.colbench.expert import AnswerAtOnce, ColBenchExpert
-from agentenvs.core import derive_rng
+
+from fixtures.colbench_tasks import OFFICIAL_ROW, write_official
 
 LIMITS = SandboxLimits(call_seconds=2.0)
 
@@ -299,11 +305,15 @@ def test_the_env_walks_the_official_folders_once_for_both_its_sandboxes(tmp_path
     root = write_official(tmp_path, {"test": [OFFICIAL_ROW]})
     walked = []
     real_walk = sandbox_module.os.walk
-    monkeypatch.setattr(sandbox_module.os, "walk", lambda top, *a, **k: walked.append(top) or real_walk(top, *a, **k))
+    monkeypatch.setattr(
+        sandbox_module.os, "walk", lambda top, *a, **k: walked.append(top) or real_walk(top, *a, **k)
+    )
     env = ColBenchEnv(split="test", data_dir=str(root))
     try:
         assert len(walked) == len(set(walked)) >= 1
-        assert env.reference_sandbox.hide == env.sandbox.hide and str(root.resolve()) in " ".join(env.sandbox.hide)
+        assert env.reference_sandbox.hide == env.sandbox.hide and str(root.resolve()) in " ".join(
+            env.sandbox.hide
+        )
         assert env.reference_sandbox.limits != env.sandbox.limits and not env.reference_sandbox.prewarm
     finally:
         env.close()
@@ -311,10 +321,10 @@ def test_the_env_walks_the_official_folders_once_for_both_its_sandboxes(tmp_path
 
 # ----------------------------------------------------------------- the LLM collaborator
 def test_llm_collaborator_sends_colbench_prompt_and_reply_is_cut_to_400_characters():
-    from fixtures.openai_server import FakeOpenAIServer
-
-    from agentenvs.envs.colbench.collaborators import LLMCollaborator
     from agentenvs.core.chat import ChatClient
+    from agentenvs.envs.colbench.collaborators import LLMCollaborator
+
+    from fixtures.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(reply=lambda body: "It costs ten dollars. " * 60) as server:
         env = ColBenchEnv(split="test", collaborator=LLMCollaborator(ChatClient(server.base_url, "sim")))
@@ -335,10 +345,10 @@ def test_llm_collaborator_sends_colbench_prompt_and_reply_is_cut_to_400_characte
 
 
 def test_llm_collaborator_failure_raises_instead_of_scoring():
-    from fixtures.openai_server import FakeOpenAIServer
-
-    from agentenvs.envs.colbench.collaborators import LLMCollaborator
     from agentenvs.core.chat import ChatClient, ChatError
+    from agentenvs.envs.colbench.collaborators import LLMCollaborator
+
+    from fixtures.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(reply=lambda body: "x", fail_first=100, fail_status=500) as server:
         client = ChatClient(server.base_url, "sim", max_retries=1, backoff_s=0.01)
@@ -401,7 +411,10 @@ def test_no_module_is_left_at_an_old_flat_path(old):
         ("null", False),
         ('{"problem_description": "p"}', False),
         ('{"problem_description": "p", "ground_truth": "g"}', True),  # a backend task needs test_cases
-        ('{"problem_description": "p", "ground_truth": "g", "test_cases": ["f(1)"]}', True),  # not {name: call}
+        (
+            '{"problem_description": "p", "ground_truth": "g", "test_cases": ["f(1)"]}',
+            True,
+        ),  # not {name: call}
     ],
 )
 def test_an_official_line_that_is_not_a_task_is_refused_naming_file_and_line(tmp_path, line, a_page_task):

@@ -16,12 +16,12 @@ from PIL import Image
 if shutil.which("chromium") is None:
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
 
+from agentenvs.core import derive_rng
 from agentenvs.envs.colbench.collaborators import asked_facts
 from agentenvs.envs.colbench.expert import AnswerAtOnce, ColBenchExpert
 from agentenvs.envs.colbench.frontend.env import ColBenchFrontendEnv
 from agentenvs.envs.colbench.frontend.render import PageRenderer, html_of, page_similarity
 from agentenvs.envs.colbench.frontend.tasks import DEFAULT_DESIGN, design_facts, render_page, sample_design
-from agentenvs.core import derive_rng
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,9 @@ def test_a_batch_renders_on_the_pool_in_order_with_the_pixels_of_single_renders(
     finally:
         single.close()
         pool.close()
-    assert [np.array_equal(a, np.asarray(b)) for a, b in zip(alone + alone[:2], batch)] == [True] * 8
+    assert [np.array_equal(a, np.asarray(b)) for a, b in zip(alone + alone[:2], batch, strict=False)] == [
+        True
+    ] * 8
     assert all(np.array_equal(alone[i % 6], np.asarray(shared[i])) for i in range(9))
     assert len({a.tobytes() for a in alone}) == 6  # the pages differ, so order is checked
     assert pool.open_pages == 0
@@ -239,10 +241,10 @@ def test_the_last_page_shown_in_any_turn_is_the_answer(env):
 
 
 def test_llm_design_collaborator_sees_both_renders_as_colbench_sent_them():
-    from fixtures.openai_server import FakeOpenAIServer
-
-    from agentenvs.envs.colbench.collaborators import DESIGN_SIMULATOR_PROMPT, LLMDesignCollaborator
     from agentenvs.core.chat import ChatClient
+    from agentenvs.envs.colbench.collaborators import DESIGN_SIMULATOR_PROMPT, LLMDesignCollaborator
+
+    from fixtures.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(reply=lambda body: "Make the header red. " * 80) as server:
         env = ColBenchFrontendEnv(

@@ -15,9 +15,7 @@ NOTES_PAGE = ROOT / "docs" / "envs" / "notes" / "ColBench.md"
 
 
 def test_every_figure_of_the_benchmarks_page_colbench_row_is_in_the_recorded_output():
-    (row,) = [
-        line for line in BENCHMARKS_PAGE.read_text().splitlines() if line.startswith("| ColBench (")
-    ]
+    (row,) = [line for line in BENCHMARKS_PAGE.read_text().splitlines() if line.startswith("| ColBench (")]
     quoted = set(FIGURE.findall(row))
     recorded = set(FIGURE.findall(RESULT.read_text()))
     assert len(quoted) >= 6, row

@@ -21,18 +21,18 @@ pytest.importorskip("playwright")
 if shutil.which("chromium") is None:
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
 
+from agentenvs.core import derive_rng
 from agentenvs.envs.colbench.frontend.render import (
     CHROMIUM_ARGS,
-    VIEWPORT,
     MAX_WIDTH,
     SPEND_AUTOFOCUS,
+    VIEWPORT,
     PageRenderer,
     RenderFailed,
     browser_thread,
     decode_png,
 )
 from agentenvs.envs.colbench.frontend.tasks import DEFAULT_DESIGN, render_page, sample_design
-from agentenvs.core import derive_rng
 
 MAX_HEIGHT = 1200  # below the tall page's height, so that the cut is checked
 
@@ -124,7 +124,7 @@ def pixels_of(png: bytes) -> np.ndarray:
 
 def test_the_hostile_pages_exercise_the_cut_the_width_and_the_viewport(pages_and_expected):
     htmls, expected = pages_and_expected
-    by_name = dict(zip(HOSTILE_PAGES, expected[-len(HOSTILE_PAGES) :]))
+    by_name = dict(zip(HOSTILE_PAGES, expected[-len(HOSTILE_PAGES) :], strict=False))
     assert by_name["tall"].shape[0] == MAX_HEIGHT
     assert VIEWPORT["width"] < by_name["wide"].shape[1] < MAX_WIDTH
     assert by_name["wider than the cut"].shape[1] == MAX_WIDTH
@@ -143,8 +143,10 @@ def test_single_and_pool_renders_have_playwrights_pixels(pages_and_expected):
         single.close()
         pool.close()
     assert [a.shape for a in alone] == [e.shape for e in expected]
-    assert [np.array_equal(a, e) for a, e in zip(alone, expected)] == [True] * len(htmls)
-    assert [np.array_equal(b, e) for b, e in zip(batch, expected + expected)] == [True] * (2 * len(htmls))
+    assert [np.array_equal(a, e) for a, e in zip(alone, expected, strict=False)] == [True] * len(htmls)
+    assert [np.array_equal(b, e) for b, e in zip(batch, expected + expected, strict=False)] == [True] * (
+        2 * len(htmls)
+    )
     assert single.replaced_pages == pool.replaced_pages == 0
 
 
@@ -266,7 +268,7 @@ def test_a_page_that_navigates_away_leaves_later_renders_as_they_were(pages_and_
         later = [pixels_of(renderer.render_png(html)) for html in htmls[:2]]
     finally:
         renderer.close()
-    assert [np.array_equal(a, e) for a, e in zip(later, expected[:2])] == [True, True]
+    assert [np.array_equal(a, e) for a, e in zip(later, expected[:2], strict=False)] == [True, True]
 
 
 def test_renders_start_no_process_but_chromiums_own(pages_and_expected):

@@ -17,14 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures.colbench_tasks import (
-    ADD_TASK,
-    DATETIME_TASK,
-    PUBLISHED_FEATURE_TASKS,
-    SET_ORDER_TASK,
-    write_hugging_face_cache,
-    write_official,
-)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +32,15 @@ from agentenvs.envs.colbench.backend.sandbox import (
     SandboxLimits,
     TypeName,
     decode,
+)
+
+from fixtures.colbench_tasks import (
+    ADD_TASK,
+    DATETIME_TASK,
+    PUBLISHED_FEATURE_TASKS,
+    SET_ORDER_TASK,
+    write_hugging_face_cache,
+    write_official,
 )
 
 LIMITS = SandboxLimits(call_seconds=0.5, digest_chars=2**21)

@@ -18,7 +18,6 @@ import agentenvs
 from agentenvs.core.registration import make_expert
 from agentenvs.envs.search import SETS
 from agentenvs.envs.search import env as search_env
-from agentenvs.envs.search.tasks import builtin_dir
 from agentenvs.envs.search.env import (
     INSTRUCTIONS,
     INVALID_TEXT,
@@ -32,6 +31,7 @@ from agentenvs.envs.search.env import (
 from agentenvs.envs.search.expert import SearchExpert, hop_query
 from agentenvs.envs.search.protocol import SearchProtocol, SequenceChecker
 from agentenvs.envs.search.questions import STYLES, TEST_SIZES, read_questions
+from agentenvs.envs.search.tasks import builtin_dir
 
 SMALL = 3000
 
@@ -76,11 +76,13 @@ def good_query(env: SearchEnv) -> str:
 def test_prompt_information_and_invalid_texts_are_search_r1s():
     env = make("nq")
     obs, info = env.reset(seed=0)
-    assert obs.startswith("Answer the given question. You must conduct reasoning inside <think> and </think> first")
+    assert obs.startswith(
+        "Answer the given question. You must conduct reasoning inside <think> and </think> first"
+    )
     assert obs == f"{INSTRUCTIONS}Question: {env.question.question.strip()}?\n"  # NQ style has no '?'
     assert env.instructions == INSTRUCTIONS
     obs, *_ = env.step(f"<think>hm</think><search> {good_query(env)} </search>")
-    assert obs.startswith("\n\n<information>Doc 1(Title: \"") and obs.endswith("</information>\n\n")
+    assert obs.startswith('\n\n<information>Doc 1(Title: "') and obs.endswith("</information>\n\n")
     docs = re.findall(r"Doc (\d)\(Title: \"[^\"]+\"\) ", obs)
     assert docs == ["1", "2", "3"]
     assert "\nDoc 2(Title: " in obs and "\nDoc 3(Title: " in obs
@@ -88,7 +90,9 @@ def test_prompt_information_and_invalid_texts_are_search_r1s():
     obs, reward, terminated, truncated, info = env.step("I will look it up")
     assert obs == INVALID_TEXT and not terminated
     assert info["reward_components"]["invalid_action"] == 1.0 and info["state_key"] == before
-    obs, reward, terminated, truncated, info = env.step(f"<think>x</think><answer>{env.question.golden_answers[-1]}</answer>")
+    obs, reward, terminated, truncated, info = env.step(
+        f"<think>x</think><answer>{env.question.golden_answers[-1]}</answer>"
+    )
     assert obs == "" and terminated and info["success"] and info["score"] == 1.0 and info["f1"] == 1.0
 
 
@@ -115,14 +119,28 @@ def test_reading_follows_search_r1(response, action, well_formed):
 
 def test_tag_soup_never_raises_and_reads_like_the_regex():
     rng = np.random.default_rng(0)
-    pieces = ["<search>", "</search>", "<answer>", "</answer>", "<think>", "</think>", "<information>", "q", " ", "\n"]
+    pieces = [
+        "<search>",
+        "</search>",
+        "<answer>",
+        "</answer>",
+        "<think>",
+        "</think>",
+        "<information>",
+        "q",
+        " ",
+        "\n",
+    ]
     protocol = SearchProtocol()
     pattern = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
     for _ in range(3000):
         text = "".join(pieces[int(i)] for i in rng.integers(0, len(pieces), size=int(rng.integers(0, 14))))
         parsed = protocol.parse(text)
-        cut = text.split("</search>")[0] + "</search>" if "</search>" in text else (
-            text.split("</answer>")[0] + "</answer>" if "</answer>" in text else text)
+        cut = (
+            text.split("</search>")[0] + "</search>"
+            if "</search>" in text
+            else (text.split("</answer>")[0] + "</answer>" if "</answer>" in text else text)
+        )
         match = pattern.search(cut)
         if match:
             assert parsed.actions == (f"{match.group(1)}[{match.group(2).strip()}]",)
@@ -137,7 +155,7 @@ def test_sequence_checker_is_search_r1s_rule():
             checker.feed(piece)
         return checker.complete
 
-    info = "\n\n<information>Doc 1(Title: \"A\") text</information>\n\n"
+    info = '\n\n<information>Doc 1(Title: "A") text</information>\n\n'
     assert valid("<think>a</think><search>q</search>", info, "<think>b</think><answer>x</answer>")
     assert valid("<think>a</think> <answer>x</answer>")
     assert not valid("<think>a</think><search>q</search>", info, "<answer>x</answer>")  # think after info
@@ -148,7 +166,12 @@ def test_sequence_checker_is_search_r1s_rule():
 
 @pytest.mark.parametrize(
     ("correct", "valid", "retrieved", "expected"),
-    [(True, True, False, 1.0), (True, False, True, 0.8), (False, True, True, 0.2), (False, False, False, 0.1)],
+    [
+        (True, True, False, 1.0),
+        (True, False, True, 0.8),
+        (False, True, True, 0.2),
+        (False, False, False, 0.1),
+    ],
 )
 def test_search_r1_score_table(correct, valid, retrieved, expected):
     assert search_r1_score(correct, valid, retrieved) == pytest.approx(expected)
@@ -168,13 +191,17 @@ def test_search_r1_preset_pays_qa_em_format_at_the_end():
     env = make("nq", reward_preset="search-r1")
     env.reset(seed=3)
     gold, query = env.question.golden_answers[0], good_query(env)
-    turns = play(env, [f"<think>a</think><search>{query}</search>", f"<think>b</think><answer>{gold}</answer>"])
+    turns = play(
+        env, [f"<think>a</think><search>{query}</search>", f"<think>b</think><answer>{gold}</answer>"]
+    )
     assert [t["reward"] for t in turns] == [0.0, 1.0]
     env.reset(seed=3)
     turns = play(env, [f"<search>{query}</search>", f"<think>b</think><answer>{gold}</answer>"])
     assert turns[-1]["reward"] == pytest.approx(0.8)
     env.reset(seed=3)
-    turns = play(env, [f"<think>a</think><search>{query}</search>", "<think>b</think><answer>nobody</answer>"])
+    turns = play(
+        env, [f"<think>a</think><search>{query}</search>", "<think>b</think><answer>nobody</answer>"]
+    )
     assert turns[-1]["reward"] == pytest.approx(0.2)
     env.reset(seed=3)
     assert play(env, ["<answer>nobody</answer>"])[-1]["reward"] == pytest.approx(0.1)
@@ -184,11 +211,14 @@ def test_mt_ppo_preset_turn_rewards():
     env = make("nq", reward_preset="mt-ppo")
     env.reset(seed=4)
     gold, query = env.question.golden_answers[0], good_query(env)
-    first, second, third = play(env, [
-        f"<think>a</think><search>{query}</search>",
-        f"<search>{query}</search>",
-        f"<think>c</think><answer>{gold}</answer>",
-    ])
+    first, second, third = play(
+        env,
+        [
+            f"<think>a</think><search>{query}</search>",
+            f"<search>{query}</search>",
+            f"<think>c</think><answer>{gold}</answer>",
+        ],
+    )
     # retrieval 0.3 (answer in the docs) + format 0.1 − 0.1 × 1 search
     assert first["retrieval"] == 1.0 and first["reward"] == pytest.approx(0.3 + 0.1 - 0.1)
     # malformed: −0.2; second search: −0.2
@@ -220,8 +250,10 @@ def test_mt_grpo_two_turn_id():
     env.reset(seed=2)
     assert env.max_turns == 2 and env.reward_preset == "mt-grpo"
     gold = env.question.golden_answers[0]
-    first, second = play(env, [f"<think>a</think><search>{good_query(env)}</search>",
-                               f"<think>b</think><answer>{gold}</answer>"])
+    first, second = play(
+        env,
+        [f"<think>a</think><search>{good_query(env)}</search>", f"<think>b</think><answer>{gold}</answer>"],
+    )
     assert first["tool_execution"] == 1.0 and first["retrieval"] == 1.0
     assert first["reward"] == pytest.approx(0.2 + 0.5)
     assert second["format"] == 1.0 and second["outcome"] == 1.0 and second["reward"] == pytest.approx(1.2)
@@ -256,8 +288,10 @@ def test_expert_solves_every_style_and_finds_the_evidence(dataset):
 def test_splits_never_share_a_question_and_test_sizes():
     folder = builtin_dir(SMALL) / "questions"
     for style in STYLES:
-        texts = {split: {q.question for q in read_questions(folder / f"{style}.{split}.jsonl")}
-                 for split in ("train", "valid", "test")}
+        texts = {
+            split: {q.question for q in read_questions(folder / f"{style}.{split}.jsonl")}
+            for split in ("train", "valid", "test")
+        }
         assert not texts["train"] & texts["test"] and not texts["train"] & texts["valid"]
         assert not texts["valid"] & texts["test"]
         assert 0 < len(texts["test"]) <= TEST_SIZES[style]
@@ -277,40 +311,83 @@ def test_snapshot_restore_pickle_and_deepcopy():
         assert other.step(step)[1:4] == expected[1:4]
     env.restore(snap)
     again = env.step(step)
-    assert again[0] == expected[0] and again[1] == expected[1] and again[4]["state_key"] == expected[4]["state_key"]
+    assert (
+        again[0] == expected[0]
+        and again[1] == expected[1]
+        and again[4]["state_key"] == expected[4]["state_key"]
+    )
 
 
 def test_every_id_is_registered():
-    ids = {entry.env_id for entry in agentenvs.ENV_ENTRIES if entry.entry_point.startswith("agentenvs.envs.search")}
-    assert ids == {"agentenvs/Search-v0", "agentenvs/Search-NQ-v0", "agentenvs/Search-TriviaQA-v0",
-                   "agentenvs/Search-PopQA-v0", "agentenvs/Search-HotpotQA-v0", "agentenvs/Search-2Wiki-v0",
-                   "agentenvs/Search-MuSiQue-v0", "agentenvs/Search-Bamboogle-v0",
-                   "agentenvs/Search-TriviaQA-2Turn-v0"}
+    ids = {
+        entry.env_id
+        for entry in agentenvs.ENV_ENTRIES
+        if entry.entry_point.startswith("agentenvs.envs.search")
+    }
+    assert ids == {
+        "agentenvs/Search-v0",
+        "agentenvs/Search-NQ-v0",
+        "agentenvs/Search-TriviaQA-v0",
+        "agentenvs/Search-PopQA-v0",
+        "agentenvs/Search-HotpotQA-v0",
+        "agentenvs/Search-2Wiki-v0",
+        "agentenvs/Search-MuSiQue-v0",
+        "agentenvs/Search-Bamboogle-v0",
+        "agentenvs/Search-TriviaQA-2Turn-v0",
+    }
 
 
 def test_flashrag_files_and_a_retrieval_index_folder(tmp_path):
     from retrieval_index import BM25Retriever, Corpus, Passage, write_corpus_jsonl
 
-    passages = [Passage("0", "Hamlet", "Hamlet is a tragedy written by William Shakespeare."),
-                Passage("1", "Paris", "Paris is the capital and largest city of France."),
-                Passage("2", "Danube", "The Danube is a river that flows through Vienna and Budapest.")]
+    passages = [
+        Passage("0", "Hamlet", "Hamlet is a tragedy written by William Shakespeare."),
+        Passage("1", "Paris", "Paris is the capital and largest city of France."),
+        Passage("2", "Danube", "The Danube is a river that flows through Vienna and Budapest."),
+    ]
     write_corpus_jsonl(passages, tmp_path / "wiki.jsonl")
     rows = [json.loads(line) for line in (tmp_path / "wiki.jsonl").read_text().splitlines()]
-    assert rows[1] == {"id": "1", "contents": "\"Paris\"\nParis is the capital and largest city of France."}
+    assert rows[1] == {"id": "1", "contents": '"Paris"\nParis is the capital and largest city of France.'}
     corpus = Corpus.build(tmp_path / "wiki.jsonl", tmp_path / "store")
     BM25Retriever.build(corpus, tmp_path / "search" / "index")
     (tmp_path / "search" / "nq").mkdir(parents=True)
     (tmp_path / "search" / "hotpotqa").mkdir()
-    nq = [{"id": "test_0", "question": "who wrote hamlet", "golden_answers": ["William Shakespeare", "Shakespeare"],
-           "metadata": {}},
-          {"id": "test_1", "question": "what is the capital of france", "golden_answers": ["Paris"], "metadata": {}}]
+    nq = [
+        {
+            "id": "test_0",
+            "question": "who wrote hamlet",
+            "golden_answers": ["William Shakespeare", "Shakespeare"],
+            "metadata": {},
+        },
+        {
+            "id": "test_1",
+            "question": "what is the capital of france",
+            "golden_answers": ["Paris"],
+            "metadata": {},
+        },
+    ]
     (tmp_path / "search" / "nq" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nq))
-    (tmp_path / "search" / "nq" / "train.jsonl").write_text(json.dumps(
-        {"id": "train_0", "question": "which river flows through vienna", "golden_answers": ["Danube"],
-         "metadata": {}}) + "\n")
-    hotpot = {"id": "5a8b57f25542995d1e6f1371", "question": "Were Scott Derrickson and Ed Wood of the same "
-              "nationality?", "golden_answers": ["yes"], "metadata": {"type": "comparison", "level": "hard",
-              "supporting_facts": {"title": ["Scott Derrickson", "Ed Wood"], "sent_id": [0, 0]}}}
+    (tmp_path / "search" / "nq" / "train.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "train_0",
+                "question": "which river flows through vienna",
+                "golden_answers": ["Danube"],
+                "metadata": {},
+            }
+        )
+        + "\n"
+    )
+    hotpot = {
+        "id": "5a8b57f25542995d1e6f1371",
+        "question": "Were Scott Derrickson and Ed Wood of the same nationality?",
+        "golden_answers": ["yes"],
+        "metadata": {
+            "type": "comparison",
+            "level": "hard",
+            "supporting_facts": {"title": ["Scott Derrickson", "Ed Wood"], "sent_id": [0, 0]},
+        },
+    }
     (tmp_path / "search" / "hotpotqa" / "dev.jsonl").write_text(json.dumps(hotpot) + "\n")
 
     with pytest.MonkeyPatch.context() as patch:
@@ -319,7 +396,7 @@ def test_flashrag_files_and_a_retrieval_index_folder(tmp_path):
         obs, info = env.reset(seed=0)
         assert info["task_id"] == "nq:test_0" and obs.endswith("Question: who wrote hamlet?\n")
         obs, _, _, _, info = env.step("<think>a</think><search>hamlet author</search>")
-        assert obs.startswith("\n\n<information>Doc 1(Title: \"Hamlet\") Hamlet is a tragedy")
+        assert obs.startswith('\n\n<information>Doc 1(Title: "Hamlet") Hamlet is a tragedy')
         assert info["reward_components"]["retrieval"] == pytest.approx(1.0)  # a golden answer was retrieved
         expert = SearchExpert(env)
         env.reset(seed=1)
@@ -357,12 +434,23 @@ def test_the_env_table_row_states_the_test_sizes_and_presets():
 
     page = (Path(__file__).parents[3] / "docs" / "reference" / "env-table.md").read_text()
     [row] = [line for line in page.splitlines() if line.startswith("| `agentenvs/Search-v0`")]
-    names = {"nq": "NQ", "triviaqa": "TriviaQA", "popqa": "PopQA", "hotpotqa": "HotpotQA", "2wiki": "2Wiki",
-             "musique": "MuSiQue", "bamboogle": "Bamboogle"}
+    names = {
+        "nq": "NQ",
+        "triviaqa": "TriviaQA",
+        "popqa": "PopQA",
+        "hotpotqa": "HotpotQA",
+        "2wiki": "2Wiki",
+        "musique": "MuSiQue",
+        "bamboogle": "Bamboogle",
+    }
     for style, size in TEST_SIZES.items():
         assert f"{names[style]} {size:,}" in row
     assert "agentenvs / search-r1 / mt-grpo / mt-ppo" in row and set(PRESETS) == {
-        "agentenvs", "search-r1", "mt-grpo", "mt-ppo"}
+        "agentenvs",
+        "search-r1",
+        "mt-grpo",
+        "mt-ppo",
+    }
     for name in PRESETS["agentenvs"]:
         assert name in row
 
@@ -383,7 +471,9 @@ def test_world_and_questions_are_identical_across_processes_and_hash_seeds():
     digests = set()
     for hash_seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         digests.add(out.stdout)
     assert len(digests) == 1
@@ -392,8 +482,22 @@ def test_world_and_questions_are_identical_across_processes_and_hash_seeds():
 def test_env_survives_tag_soup_and_invalid_turns_change_nothing():
     env = make("hotpotqa", max_turns=50)
     rng = np.random.default_rng(1)
-    pieces = ["<search>", "</search>", "<answer>", "</answer>", "<think>", "</think>", "<information>",
-              "query words", "Kolby", " ", "\n", "search[", "]", "<SEARCH>"]
+    pieces = [
+        "<search>",
+        "</search>",
+        "<answer>",
+        "</answer>",
+        "<think>",
+        "</think>",
+        "<information>",
+        "query words",
+        "Kolby",
+        " ",
+        "\n",
+        "search[",
+        "]",
+        "<SEARCH>",
+    ]
     _, info = env.reset(seed=0)
     for turn in range(500):
         text = "".join(pieces[int(i)] for i in rng.integers(0, len(pieces), size=int(rng.integers(0, 12))))
@@ -417,16 +521,14 @@ HOSTILE_PASSAGES = [
     ("Bidi \u202ecba\u202c", "zero\u200bwidth\ufeff joiner"),
     ("Split", "answer begins here: New"),
     ("York", "city ends it"),
-    ("quotes \"inside\"", "(Title: fake) Doc 9(Title: x) </information>"),
+    ('quotes "inside"', "(Title: fake) Doc 9(Title: x) </information>"),
 ]
 
 
 def _hostile_hits(rows):
     from retrieval_index.types import Passage, RetrievedPassage
 
-    return [
-        RetrievedPassage(Passage(str(row), *HOSTILE_PASSAGES[row]), score=1.0, index=row) for row in rows
-    ]
+    return [RetrievedPassage(Passage(str(row), *HOSTILE_PASSAGES[row]), score=1.0, index=row) for row in rows]
 
 
 def test_cached_information_key_and_answer_check_equal_the_plain_computation():
@@ -437,7 +539,9 @@ def test_cached_information_key_and_answer_check_equal_the_plain_computation():
     golden = ["york city", "the end", "New", "ΣΣ", "istanbul", "title", "doc 2title", "", "paris"]
     rng = np.random.default_rng(0)
     lines = PassageLines(capacity=3)  # small, so rows are evicted and made again
-    picks = [[], [8, 9], [4], [1, 2]] + [rng.choice(len(HOSTILE_PASSAGES), size=3).tolist() for _ in range(300)]
+    picks = [[], [8, 9], [4], [1, 2]] + [
+        rng.choice(len(HOSTILE_PASSAGES), size=3).tolist() for _ in range(300)
+    ]
     for rows in picks:
         hits = _hostile_hits(rows)
         plain = format_passages(hits)
@@ -501,7 +605,12 @@ def test_flashrag_files_with_numbers_for_answers_and_rows_without_ids(tmp_path):
     path.write_text("\n".join(json.dumps(row) for row in rows) + "\n\n")
     questions = QuestionRows.read(path, "nq:")
     assert questions.ids == ("nq:#0", "nq:#1", "nq:#2", "nq:17", "nq:test_4")
-    assert [questions.question(i).golden_answers for i in range(4)] == [("1889",), ("2", "two"), ("3.14",), ("yes",)]
+    assert [questions.question(i).golden_answers for i in range(4)] == [
+        ("1889",),
+        ("2", "two"),
+        ("3.14",),
+        ("yes",),
+    ]
     assert questions.question(1).id == "nq:#1" and questions.question(0).metadata == {}
     with pytest.raises(ValueError, match="'test_4' has no golden answer"):
         questions.question(4)

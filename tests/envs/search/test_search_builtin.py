@@ -10,9 +10,9 @@ import json
 import pytest
 from test_search import play_expert
 
-from agentenvs.envs.search.tasks import DEFAULT_PASSAGES, builtin_dir, builtin_questions
 from agentenvs.envs.search.env import SearchEnv
 from agentenvs.envs.search.questions import STYLES, TEST_SIZES
+from agentenvs.envs.search.tasks import DEFAULT_PASSAGES, builtin_dir, builtin_questions
 from retrieval_index import Corpus
 
 pytestmark = pytest.mark.slow
@@ -21,10 +21,16 @@ pytestmark = pytest.mark.slow
 def test_default_world_has_100k_passages_and_the_originals_test_sizes():
     assert len(Corpus.open(builtin_dir() / "corpus")) >= DEFAULT_PASSAGES
     for style in STYLES:
-        splits = {split: builtin_questions(style, split, DEFAULT_PASSAGES, 0) for split in ("train", "valid", "test")}
+        splits = {
+            split: builtin_questions(style, split, DEFAULT_PASSAGES, 0)
+            for split in ("train", "valid", "test")
+        }
         assert len(splits["test"].ids) == TEST_SIZES[style], style
         assert len(splits["train"].ids) > 0 and len(splits["valid"].ids) > 0
-        texts = [{json.loads(line)["question"] for line in splits[split].lines} for split in ("train", "valid", "test")]
+        texts = [
+            {json.loads(line)["question"] for line in splits[split].lines}
+            for split in ("train", "valid", "test")
+        ]
         assert not (texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2])
 
 

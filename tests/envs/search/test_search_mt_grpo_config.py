@@ -16,10 +16,20 @@ def test_mt_grpo_search_config_runs_on_cpu(tmp_path, monkeypatch):
     config = load_config(
         "baselines/configs/mt_grpo_search.yaml",
         [
-            "policy.model=tiny", "sampler.backend=transformers", "policy.device=cpu", "policy.dtype=float32",
-            "policy.num_threads=1", "env.num_groups=1", "env.group_size=2", "sampler.max_new_tokens=4",
-            "policy.tiny_vocab_size=600", "run.iterations=1", "optim.minibatch_size=2", "optim.micro_batch_size=1",
-            "env.kwargs={corpus_passages: 3000}", f"run.out_dir={tmp_path / 'run'}",
+            "policy.model=tiny",
+            "sampler.backend=transformers",
+            "policy.device=cpu",
+            "policy.dtype=float32",
+            "policy.num_threads=1",
+            "env.num_groups=1",
+            "env.group_size=2",
+            "sampler.max_new_tokens=4",
+            "policy.tiny_vocab_size=600",
+            "run.iterations=1",
+            "optim.minibatch_size=2",
+            "optim.micro_batch_size=1",
+            "env.kwargs={corpus_passages: 3000}",
+            f"run.out_dir={tmp_path / 'run'}",
         ],
     )
     assert config.env.id in gym.registry and config.algorithm.estimator == "mt_grpo"

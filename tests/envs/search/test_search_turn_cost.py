@@ -63,7 +63,20 @@ def test_regex_whitespace_is_what_str_strip_drops():
 def test_answer_checks_equal_the_judges_on_hostile_answers():
     from agentenvs.envs.search.env import SearchEnv
 
-    answers = ["Paris", "the Paris", "", " ", "yes", "no", "a", "ΣΣ", "İstanbul", "New  York", "\ud800", "1,000"]
+    answers = [
+        "Paris",
+        "the Paris",
+        "",
+        " ",
+        "yes",
+        "no",
+        "a",
+        "ΣΣ",
+        "İstanbul",
+        "New  York",
+        "\ud800",
+        "1,000",
+    ]
     for golden in itertools.combinations(answers, 2):
         normalized = frozenset(normalize_answer(answer) for answer in golden)
         for prediction in answers:

@@ -18,6 +18,13 @@ import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import ListTaskSource, UnknownTaskError, derive_rng
 from agentenvs.core.registration import make_expert
 from agentenvs.envs.sokoban.env import SokobanEnv
+from agentenvs.envs.sokoban.reference import (
+    REFERENCE_ACTIONS,
+    load_reference,
+    reference_arrays,
+    reference_env,
+)
+from agentenvs.envs.sokoban.room import DIRECTIONS, boxes_on_targets, is_solved, move, parse_text, render_text
 from agentenvs.envs.sokoban.tasks import (
     GeneratorConfig,
     SokobanTask,
@@ -28,8 +35,6 @@ from agentenvs.envs.sokoban.tasks import (
     place_room,
     reverse_play,
 )
-from agentenvs.envs.sokoban.reference import REFERENCE_ACTIONS, load_reference, reference_arrays, reference_env
-from agentenvs.envs.sokoban.room import DIRECTIONS, boxes_on_targets, is_solved, move, parse_text, render_text
 
 REFERENCE_ENV, REFERENCE_ROOM_UTILS, REFERENCE_MISSING = load_reference()
 needs_reference = pytest.mark.skipif(REFERENCE_ENV is None, reason=REFERENCE_MISSING)

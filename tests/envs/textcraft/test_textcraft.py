@@ -292,7 +292,8 @@ def test_same_goal_in_two_tasks_lists_other_commands_and_keys(book):
     test_id, adapt_id = f"test/{goal.removeprefix('minecraft:')}", f"adapt/{adapt_goals.index(goal):03d}"
     envs = [make("test"), make("adapt")]
     observations = [
-        env.reset(options={"task_id": task_id})[0] for env, task_id in zip(envs, (test_id, adapt_id))
+        env.reset(options={"task_id": task_id})[0]
+        for env, task_id in zip(envs, (test_id, adapt_id), strict=False)
     ]
     first, second = ({*obs.split("\n\n")[0].split("\n")[1:]} for obs in observations)
     assert first & second >= set(tree_lines(book, goal)) and first != second

@@ -12,7 +12,6 @@ import pytest
 from agentenvs.envs.webshop.catalog import Catalog, GoalTasks, open_catalog
 from agentenvs.envs.webshop.env import WebShopEnv
 from agentenvs.envs.webshop.expert import WebShopExpert
-from agentenvs.envs.webshop.tasks import PRODUCT_TYPES, generate, generated_catalog, write_official_files
 from agentenvs.envs.webshop.official import (
     load_official,
     official_catalog,
@@ -21,6 +20,7 @@ from agentenvs.envs.webshop.official import (
     synthetic_goals,
 )
 from agentenvs.envs.webshop.search import BM25Index, analyze_words
+from agentenvs.envs.webshop.tasks import PRODUCT_TYPES, generate, generated_catalog, write_official_files
 
 
 def raw(asin: str, **fields) -> dict:
@@ -290,10 +290,29 @@ def test_pyserini_backend_gives_the_same_top_50(tmp_path):
 def test_the_quirks_of_published_product_files_load_without_a_rule_per_file(tmp_path):
     """Real items_shuffle rows: concatenated or empty prices, empty or null options, product_information as text."""
     products = [
-        raw("B0000000Q1", pricing="$19.99$27.99", customization_options="", product_information="Item model: X"),
-        raw("B0000000Q2", pricing="", customization_options={"Color": None, "Size": [{"value": "M", "image": None}]}),
-        raw("B0000000Q3", pricing=24.5, customization_options={"Color": [{"value": None}, {"image": "i"}, "bad"]}),
-        raw("B0000000Q4", pricing="$1.2.3", product_information=["a", "list"], small_description=None, images=[]),
+        raw(
+            "B0000000Q1",
+            pricing="$19.99$27.99",
+            customization_options="",
+            product_information="Item model: X",
+        ),
+        raw(
+            "B0000000Q2",
+            pricing="",
+            customization_options={"Color": None, "Size": [{"value": "M", "image": None}]},
+        ),
+        raw(
+            "B0000000Q3",
+            pricing=24.5,
+            customization_options={"Color": [{"value": None}, {"image": "i"}, "bad"]},
+        ),
+        raw(
+            "B0000000Q4",
+            pricing="$1.2.3",
+            product_information=["a", "list"],
+            small_description=None,
+            images=[],
+        ),
         raw(1234567890),
         raw("B000000Ä01"),
     ]

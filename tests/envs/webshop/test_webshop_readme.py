@@ -11,7 +11,11 @@ FIGURE = re.compile(r"\d+\.\d+")
 
 
 def test_every_figure_of_the_benchmarks_page_webshop_row_is_in_the_recorded_output():
-    (row,) = [line for line in (ROOT / "docs" / "reference" / "benchmarks.md").read_text().splitlines() if line.startswith("| WebShop, ")]
+    (row,) = [
+        line
+        for line in (ROOT / "docs" / "reference" / "benchmarks.md").read_text().splitlines()
+        if line.startswith("| WebShop, ")
+    ]
     quoted = set(FIGURE.findall(row)) - {"1.18"}  # the catalog's size, not a measurement
     recorded = set(FIGURE.findall(RESULT.read_text()))
     assert len(quoted) >= 9, row

@@ -7,7 +7,6 @@ import importlib.util
 import pytest
 
 from agentenvs.envs.webshop import reward
-from agentenvs.envs.webshop.tasks import generate
 from agentenvs.envs.webshop.reward import (
     SPACY_MODELS,
     detect_noun_backend,
@@ -16,6 +15,7 @@ from agentenvs.envs.webshop.reward import (
     spacy_model_name,
     title_nouns,
 )
+from agentenvs.envs.webshop.tasks import generate
 
 
 def test_spacy_is_the_default_noun_backend():

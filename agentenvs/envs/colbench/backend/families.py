@@ -645,7 +645,7 @@ def _grade_source(p: dict[str, Any]) -> str:
     ]
     if p["rounding"] == "round":
         lines.append("    score = round(score)")
-    for letter, cutoff in zip("ABCD", (a, b, c, d)):
+    for letter, cutoff in zip("ABCD", (a, b, c, d), strict=False):
         lines += [f"    if score >= {cutoff}:", f"        return {letter!r}"]
     lines.append("    return 'F'")
     return "\n".join(lines) + "\n"

@@ -477,7 +477,9 @@ class Sandbox:
     def with_limits(self, limits: SandboxLimits, *, prewarm: bool) -> Sandbox:
         """A sandbox hiding the same paths with the same interpreter and packages, under ``limits``,
         with a template of its own; the hidden folders are not walked again."""
-        other = Sandbox(limits, python=self.python, prewarm=prewarm, packages=self.packages, fork_server=self.fork_server)
+        other = Sandbox(
+            limits, python=self.python, prewarm=prewarm, packages=self.packages, fork_server=self.fork_server
+        )
         other.hide = self.hide
         return other
 

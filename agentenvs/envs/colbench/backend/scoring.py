@@ -105,7 +105,7 @@ def evaluate(
     if error:
         return Evaluation(0.0, 0, total, tuple(CallResult(False, error=error) for _ in calls), rejected=error)
     run = sandbox.run(code, calls, split_namespace=scoring == "reference")
-    verdicts = [passes(e, g, scoring) for e, g in zip(expected, run.results)]
+    verdicts = [passes(e, g, scoring) for e, g in zip(expected, run.results, strict=False)]
     passed = sum(verdict is True for verdict in verdicts)
     errors = run.malformed + sum(verdict is None for verdict in verdicts)
     return Evaluation(passed / total if total else 0.0, passed, total, run.results, errors=errors)

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from agentenvs.core.keys import stable_digest
 from agentenvs.envs.colbench.backend.families import FAMILIES
 from agentenvs.envs.colbench.backend.sandbox import CallResult
 from agentenvs.envs.colbench.sources import Fact, GeneratedSource, OfficialSource, draw_in_split
-from agentenvs.core.keys import stable_digest
 
 PREFIX = "colbench"
 

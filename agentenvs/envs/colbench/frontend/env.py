@@ -61,6 +61,8 @@ from typing import Any
 
 from PIL import Image
 
+from agentenvs.core.env import StepOutcome
+from agentenvs.core.keys import stable_digest
 from agentenvs.envs.colbench.collaborators import Collaborator, LLMDesignCollaborator
 from agentenvs.envs.colbench.dialogue import CollaborationEnv
 from agentenvs.envs.colbench.frontend.render import (
@@ -72,8 +74,6 @@ from agentenvs.envs.colbench.frontend.render import (
     page_similarity,
 )
 from agentenvs.envs.colbench.frontend.tasks import GeneratedPages, OfficialPages
-from agentenvs.core.env import StepOutcome
-from agentenvs.core.keys import stable_digest
 
 FRONTEND_REPLY_CHARS = 1000
 SUCCESS_SIMILARITY = 0.97

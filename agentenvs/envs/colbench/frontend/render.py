@@ -254,8 +254,12 @@ class _DevTools:
         devtools = cls(process, profile)
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=1 << 31)  # a screenshot is one message
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(answers_read, "rb", 0))
-        devtools._writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(commands_write, "wb", 0))
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(answers_read, "rb", 0)
+        )
+        devtools._writer, _ = await loop.connect_write_pipe(
+            asyncio.Protocol, os.fdopen(commands_write, "wb", 0)
+        )
         devtools._reading = asyncio.ensure_future(devtools._read(reader))
         try:
             await asyncio.wait_for(devtools.send("Browser.getVersion"), RENDER_TIMEOUT_MS / 1000)
@@ -277,7 +281,9 @@ class _DevTools:
         for key in [key for key in self._handlers if key[0] == session]:
             del self._handlers[key]
 
-    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> asyncio.Future:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> asyncio.Future:
         """The future answer to DevTools' ``method`` (its ``result``); :class:`DevToolsError` for an error."""
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         sent = self._write(method, params, session)
@@ -314,7 +320,11 @@ class _DevTools:
                     else:
                         answer.set_result(message.get("result", {}))
                 else:
-                    session, method, params = message.get("sessionId"), message.get("method"), message.get("params", {})
+                    session, method, params = (
+                        message.get("sessionId"),
+                        message.get("method"),
+                        message.get("params", {}),
+                    )
                     if session is None and method == "Target.detachedFromTarget":  # a page closed or crashed
                         session, method = params.get("sessionId"), "Inspector.detached"
                     handler = self._handlers.get((session, method))
@@ -559,7 +569,9 @@ class _PooledPage:
         self.devtools.forget(self.session)
         if self.devtools.connected:
             try:
-                await self.devtools.send("Target.disposeBrowserContext", {"browserContextId": self.context_id})
+                await self.devtools.send(
+                    "Target.disposeBrowserContext", {"browserContextId": self.context_id}
+                )
             except (DevToolsError, BrowserGone):
                 pass  # already disposed, or the browser went meanwhile: the page is closed either way
 
@@ -582,7 +594,9 @@ class PageRenderer:
     renderer opens its own on first use.
     """
 
-    def __init__(self, executable: str | None = None, max_height: int = MAX_HEIGHT, pages: int = PAGES) -> None:
+    def __init__(
+        self, executable: str | None = None, max_height: int = MAX_HEIGHT, pages: int = PAGES
+    ) -> None:
         if int(pages) < 1:
             raise ValueError(f"pages must be >= 1, got {pages}")
         self.executable = require_chromium(executable)
@@ -654,8 +668,12 @@ class PageRenderer:
         ]
         pooled: _PooledPage | None = None
         try:
-            target = await devtools.send("Target.createTarget", {"url": "about:blank", "browserContextId": context_id})
-            attached = await devtools.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
+            target = await devtools.send(
+                "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
+            )
+            attached = await devtools.send(
+                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+            )
             pooled = _PooledPage(devtools, context_id, target["targetId"], attached["sessionId"])
             devtools.on(pooled.session, "Fetch.requestPaused", lambda params: self._block(pooled, params))
             window = await pooled.send("Browser.getWindowForTarget")
@@ -700,7 +718,9 @@ class PageRenderer:
     def _block(self, pooled: _PooledPage, params: dict[str, Any]) -> None:
         """Refuse a request the page makes, as Playwright's ``route.abort()`` refused it, and count it."""
         self.blocked_requests += 1
-        pooled.devtools.post("Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "Failed"}, pooled.session)
+        pooled.devtools.post(
+            "Fetch.failRequest", {"requestId": params["requestId"], "errorReason": "Failed"}, pooled.session
+        )
 
     async def _capture(self, pooled: _PooledPage, html: str) -> bytes:
         """Load ``html`` on the page; its full page, cut at ``max_height`` and ``MAX_WIDTH``, as PNG.
@@ -738,7 +758,9 @@ class PageRenderer:
                 png = await asyncio.wait_for(self._capture(pooled, html), RENDER_TIMEOUT_MS / 1000)
             except TimeoutError:
                 await self._discard(pooled)  # its capture may still be running: the page is not reused
-                raise RenderFailed(f"the page took longer than {RENDER_TIMEOUT_MS / 1000:g} s to render") from None
+                raise RenderFailed(
+                    f"the page took longer than {RENDER_TIMEOUT_MS / 1000:g} s to render"
+                ) from None
             except (RenderFailed, DevToolsError) as error:
                 if pooled.usable and isinstance(error, RenderFailed):  # the page's own script error
                     await self._release(pooled)
@@ -749,7 +771,9 @@ class PageRenderer:
                 retried = True
                 continue
             except BaseException:
-                await self._discard(pooled)  # cancelled or interrupted mid-render: the page's state is unknown
+                await self._discard(
+                    pooled
+                )  # cancelled or interrupted mid-render: the page's state is unknown
                 raise
             await self._release(pooled)
             return png

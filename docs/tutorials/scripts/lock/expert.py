@@ -16,6 +16,8 @@ class LockExpert:
 
     def act(self, observation: Any, info: dict[str, Any]) -> str:
         lock = self.env.lock
-        dial = next(i for i, (wanted, shown) in enumerate(zip(lock.code, lock.dials)) if wanted != shown)
+        dial = next(
+            i for i, (wanted, shown) in enumerate(zip(lock.code, lock.dials, strict=False)) if wanted != shown
+        )
         direction = "up" if lock.code[dial] > lock.dials[dial] else "down"
         return self.env.protocol.format(f"{direction} {dial + 1}")

@@ -32,7 +32,7 @@ class Lock:
 
     def distance(self) -> int:
         """Σ over dials of |code digit − dial|: the fewest turns still needed."""
-        return sum(abs(wanted - shown) for wanted, shown in zip(self.code, self.dials))
+        return sum(abs(wanted - shown) for wanted, shown in zip(self.code, self.dials, strict=False))
 
     def is_open(self) -> bool:
         return self.distance() == 0
