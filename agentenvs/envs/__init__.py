@@ -2,6 +2,7 @@
 
 The registry (:mod:`agentenvs.core.registration`) finds every subpackage here
 and registers its entries; nothing outside this folder is scanned for envs.
-A family imports ``agentenvs.core`` and itself (Search and WebShop also
-``retrieval_index``), never a sibling.
+
+May import: nothing; each family imports ``agentenvs.core`` and itself (Search
+and WebShop also ``retrieval_index``), never a sibling.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,8 @@ import pytest
 import agentenvs
 from agentenvs.cli import main
 from agentenvs.core import EnvEntry
+from agentenvs.core.devtools import find_chromium
 from agentenvs.core.registration import main_ids
-from agentenvs.envs.colbench.frontend.render import find_chromium
 
 from fixtures.registry import register_for_test
 
@@ -280,3 +281,19 @@ def test_run_all_skips_an_env_whose_program_is_missing_and_says_how_to_install_i
     assert code == 0
     assert "skipping agentenvs/ColBench-Frontend-v0" in capsys.readouterr().err
     assert {json.loads(line)["env_id"] for line in out.read_text().splitlines()} == {"agentenvs/ColBench-v0"}
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly():
+    """``agentenvs list | head -1``: no traceback, the status of a SIGPIPE death (141)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes: every write meets a closed pipe
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "agentenvs.cli", "list"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert result.stderr.decode() == "" and result.returncode == 141

@@ -80,15 +80,44 @@ def test_the_readme_has_both_commands_and_each_installs_the_system_packages_firs
     assert commands["2"].endswith('pip install -e ".[test]" && python -m pytest')
 
 
-def test_ci_runs_the_readme_test_command_as_written_with_no_install_step_before_it() -> None:
-    # the subshell makes `set -e` stop CI on any failed part of the command, not only on its last
-    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    ci = [line.strip().removeprefix("( ").removesuffix(" )") for line in lines]
-    command = readme_commands()["2"]
-    assert command in ci, ".ci/run does not run the README's command 2 as written"
-    before = ci[: ci.index(command)]
-    steps = [line for line in before if line.strip() and not line.lstrip().startswith("#")]
-    assert not any(re.search(r"\b(apt|apt-get|pip|venv|install)\b", line) for line in steps), steps
+def ci_lanes() -> list[tuple[str, str]]:
+    """``(name, command)`` of every ``lane NAME TIMEOUT 'COMMAND'`` line of .ci/run, in order."""
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8").replace("\\\n", " ")
+    lanes = re.findall(r"^lane ([\w-]+) \d+ '(.*)'$", text, flags=re.M)
+    return [(name, " ".join(command.split())) for name, command in lanes]
+
+
+def test_ci_runs_the_readme_test_command_as_written_with_only_lint_between_its_parts() -> None:
+    """Lane 1 installs as command 2 does, lane 3 is its ``python -m pytest``; lint runs between them."""
+    lanes = ci_lanes()
+    names = [name for name, _ in lanes]
+    assert names[:5] == ["install", "lint", "default-suite", "docs", "slow-suite"], names
+    install, lint, suite = (command for _, command in lanes[:3])
+    assert f"{install} && {suite}" == readme_commands()["2"], ".ci/run does not run the README's command 2"
+    assert not re.search(r"\b(apt|apt-get|pip|venv|install)\b", lint), lint
+    preamble = (ROOT / ".ci" / "run").read_text(encoding="utf-8").split("\nlane install", 1)[0]
+    steps = [line for line in preamble.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert not any(re.search(r"\b(apt|apt-get|pip|venv)\b", line) for line in steps), steps
+
+
+def test_every_ci_lane_has_a_timeout_and_a_failure_stops_the_run_naming_its_lane(tmp_path: Path) -> None:
+    """The lane function itself: a failing lane stops the run with its name, exit code and time."""
+    text = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    function = text[text.index("lane() {") : text.index("\n}\n", text.index("lane() {")) + 3]
+    script = tmp_path / "lanes.sh"
+    script.write_text(
+        "set -euo pipefail\nrun_start=$SECONDS\n" + function + "lane first 10 'true'\n"
+        "lane second 10 'exit 5'\n"
+        "lane third 10 'echo never'\n"
+    )
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 5
+    assert "=== lane first: " in result.stdout and "=== FAILED lane second (exit 5)" in result.stdout
+    assert "never" not in result.stdout
+    timed_out = tmp_path / "timeout.sh"
+    timed_out.write_text("set -euo pipefail\nrun_start=$SECONDS\n" + function + "lane sleepy 1 'sleep 30'\n")
+    result = subprocess.run(["bash", str(timed_out)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 124 and "timed out" in result.stdout
 
 
 def test_the_readme_says_what_the_commands_install_and_that_it_needs_root() -> None:
@@ -229,7 +258,8 @@ def test_build_artefacts_are_ignored() -> None:
 
 
 def test_the_suite_loads_where_the_project_cannot_be_imported(tmp_path: Path) -> None:
-    """CI's vLLM and Lucene venvs run single test files without gymnasium: the suite's hooks must load there."""
+    """CI's vLLM and Lucene venvs run single test files without gymnasium: the suite's hooks must load
+    there."""
     blocker = tmp_path / "sitecustomize.py"
     blocker.write_text(
         "import sys\n"

@@ -1,6 +1,6 @@
 """Lock: open a combination lock from higher/lower hints (the worked example of a new family).
 
-Registers ``agentenvs/Lock-v0``; see :mod:`agentenvs.lock.env`.
+Registers ``agentenvs/Lock-v0``; see :mod:`agentenvs.envs.lock.env`.
 
 Lives here: ``world`` (the dials and the hidden code), ``tasks`` (the task
 source), ``env`` (the env), ``expert`` (turns the first wrong dial towards
@@ -15,10 +15,10 @@ from agentenvs.core.registration import EnvEntry
 ENVS = (
     EnvEntry(
         name="Lock",
-        entry_point="agentenvs.lock.env:LockEnv",
+        entry_point="agentenvs.envs.lock.env:LockEnv",
         family="Lock",
         summary="Open a three-dial combination lock from higher/lower hints",
-        expert="agentenvs.lock.expert:LockExpert",
+        expert="agentenvs.envs.lock.expert:LockExpert",
         random_policy="agentenvs.agents.scripted:RandomAgent",
     ),
 )

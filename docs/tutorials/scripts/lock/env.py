@@ -32,7 +32,7 @@ Known hacks        none under the default weights: ``progress`` is
 =================  =============================================================
 
 Splits (``split=``): ``train`` / ``valid`` / ``test`` (799 / 100 / 100
-codes, disjoint; :mod:`agentenvs.lock.tasks`). ``info["privileged"]`` holds
+codes, disjoint; :mod:`agentenvs.envs.lock.tasks`). ``info["privileged"]`` holds
 the code.
 """
 
@@ -43,8 +43,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agentenvs.core import ActionProtocol, AgentEnv, InvalidAction, StepOutcome
-from agentenvs.lock.tasks import lock_tasks
-from agentenvs.lock.world import HIGHEST, LOWEST, Lock
+from agentenvs.envs.lock.tasks import lock_tasks
+from agentenvs.envs.lock.world import HIGHEST, LOWEST, Lock
 
 MOVE = re.compile(r"(up|down) ([0-9]{1,3})")  # bounded: a 5,000-digit dial number never reaches int()
 STEPS = {"up": 1, "down": -1}

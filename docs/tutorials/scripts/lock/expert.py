@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentenvs.lock.env import LockEnv
+    from agentenvs.envs.lock.env import LockEnv
 
 
 class LockExpert:
