@@ -43,15 +43,14 @@ from typing import Any
 from PIL import Image
 from rich.progress import track
 
+from agentenvs.core.devtools import browser_thread, require_chromium
 from agentenvs.envs.colbench.frontend.render import (
     CHROMIUM_ARGS,
     MAX_HEIGHT,
     RENDER_TIMEOUT_MS,
     VIEWPORT,
     PageRenderer,
-    browser_thread,
     decode_png,
-    require_chromium,
 )
 from agentenvs.envs.colbench.frontend.tasks import generate_page
 
@@ -233,9 +232,9 @@ def main() -> None:
     renders = args.batch * args.repeats
     cores = os.cpu_count() or 1
     lines = [
-        f"ColBench-Frontend renders: a batch of {args.batch} different answer pages, median of {args.repeats} "
-        f"alternating passes, one run on a shared {cores}-core machine (load average {load_before:.1f} before, "
-        f"{os.getloadavg()[0]:.1f} after)",
+        f"ColBench-Frontend renders: a batch of {args.batch} different answer pages, "
+        f"median of {args.repeats} alternating passes, one run on a shared {cores}-core machine "
+        f"(load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)",
         f"{'how':<34} {'s/batch':>8} {'answers/s':>10} {'× previous':>10} {'Chromium CPU ms/answer':>23} "
         f"{'Python CPU ms/answer':>21} {'CPU-bound ceiling/s':>20} {'pixels differing':>17}",
     ]
@@ -244,7 +243,8 @@ def main() -> None:
         chromium = sum(browser_cpu[name].values())
         cpu_per_answer = (chromium + python_cpu[name]) / renders
         lines.append(
-            f"{name:<34} {median:>8.2f} {args.batch / median:>10.1f} {statistics.median(ratios[name]):>10.2f} "
+            f"{name:<34} {median:>8.2f} {args.batch / median:>10.1f} "
+            f"{statistics.median(ratios[name]):>10.2f} "
             f"{1000 * chromium / renders:>23.1f} {1000 * python_cpu[name] / renders:>21.1f} "
             f"{cores / cpu_per_answer:>20.1f} {mismatches[name]:>17}"
         )

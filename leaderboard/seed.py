@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentenvs.agents import AgentUnavailable
-from agentenvs.eval.bundle import submission_metadata, summarize
+from agentenvs.eval.bundle import submission_metadata
 from agentenvs.eval.episodes import play_episode
 from agentenvs.eval.evaluate import GenerationSettings, recorded_settings
 from agentenvs.eval.panel import PanelSpec, env_panel, make_panel_env
+from agentenvs.eval.statistics import summarize
 
 SCRIPTED_AGENTS = ("random", "expert")
 

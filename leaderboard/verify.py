@@ -39,10 +39,11 @@ from typing import Any
 import agentenvs
 from agentenvs.core.keys import stable_digest
 from agentenvs.core.registration import family_of
-from agentenvs.eval.bundle import BundleError, summarize, summary_differences, validate
+from agentenvs.eval.bundle import BundleError, validate
 from agentenvs.eval.episodes import EpisodeRecord
 from agentenvs.eval.panel import PANELS, PanelSpec, env_panel, panel_digest
 from agentenvs.eval.replay import replay_records
+from agentenvs.eval.statistics import summarize, summary_differences
 
 MAX_PROBLEMS = 20
 
@@ -59,6 +60,13 @@ class Verdict:
     @property
     def verified(self) -> bool:
         return not self.problems
+
+    @property
+    def verified_summary(self) -> dict[str, Any]:
+        """The summary recomputed from a verified submission's episodes."""
+        if self.summary is None:
+            raise RuntimeError("this verdict holds no summary: the submission did not verify")
+        return self.summary
 
     def add(self, problem: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -117,7 +125,7 @@ def verify_submission(
 
 
 def family_summaries(episodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per family: the ``overall`` of :func:`~agentenvs.eval.bundle.summarize` over its envs' episodes.
+    """Per family: the ``overall`` of :func:`~agentenvs.eval.statistics.summarize` over its envs' episodes.
 
     A family's score is the unweighted mean of its envs' means (the eight
     Search ids count as one family), with the same bootstrap interval.

@@ -4,8 +4,11 @@
 module          what lives there
 ==============  ================================================================
 ``panel``       the fixed evaluation panels (which tasks and seeds) and digests
-``bundle``      the submission bundle format: JSON schemas, validation, the
-                summary with its intervals, reading and writing the files
+``bundle``      the submission bundle format: JSON schemas, validation,
+                reading and writing the files
+``names``       what a submitted name or version may be (no look-alikes)
+``statistics``  the summary with its intervals (Wilson, bootstrap) and the
+                one tolerance for recorded numbers (``same_number``)
 ``episodes``    :class:`~agentenvs.eval.episodes.EpisodeRecord`, one episode
                 (the bundle's episode is its JSON form), and ``play_episode``
                 for a scripted agent (what ``agentenvs run --out`` writes)

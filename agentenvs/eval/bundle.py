@@ -16,8 +16,8 @@ A bundle is a folder of three files (and, for upload, one JSON document
 ``summary.json``
     per env: episodes, success (95% Wilson interval) and score (95% bootstrap
     interval), mean turns, token totals, context overflows; ``overall``: the
-    unweighted mean over envs (:func:`summarize`). Written once every panel
-    episode has finished.
+    unweighted mean over envs (:func:`~agentenvs.eval.statistics.summarize`).
+    Written once every panel episode has finished.
 ``metadata.json``
     model, size, endpoint kind, package version, panel name and digests, and
     the generation settings (``settings``: temperature, top_p, seed, history
@@ -34,16 +34,16 @@ schema, :func:`validate` enforces what JSON Schema cannot say:
 * an ``integer`` is an exact JSON integer (``0.0`` is refused, although
   draft-07 counts it as an integer) within ``0 … 2**53 - 1``, the range every
   JSON reader holds exactly;
-* a display name (``format: agentenvs-name``: model, size, agent) has no
-  control, format (zero-width, bidi override), private-use or unassigned
-  character, no whitespace but single inner spaces, is in NFKC form (no
-  fullwidth or ligature look-alikes) and does not mix Latin, Cyrillic and
-  Greek letters (no Latin name with a Cyrillic ``е``);
+* a display name (``format: agentenvs-name``: model, size, agent) follows
+  the name rules of :mod:`agentenvs.eval.names` (no control, format, bidi or
+  invisible character, single inner spaces, NFKC, no mixed look-alike
+  scripts);
 * ``package_version`` is a PEP 440 version (``created``, a UTC timestamp
   ``YYYY-MM-DDTHH:MM:SSZ`` of a real date, is the schema's ``date-time``).
 
-A number a bundle records and its recomputation (a replayed reward, a
-recomputed summary) agree by one rule, :func:`same_number`.
+The summary's numbers and the one rule by which a recorded number and its
+recomputation agree (:func:`~agentenvs.eval.statistics.same_number`) live in
+:mod:`agentenvs.eval.statistics`.
 """
 
 from __future__ import annotations
@@ -51,26 +51,19 @@ from __future__ import annotations
 import datetime
 import functools
 import json
-import math
-import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
-import numpy as np
-from packaging.version import InvalidVersion, Version
 
 import agentenvs
 from agentenvs.core.keys import stable_digest
 from agentenvs.core.untrusted import loads_json
+from agentenvs.eval.names import lone_surrogate, name_problem, version_problem
 from agentenvs.eval.panel import PanelSpec, panel_digest
 
 SCHEMA_VERSION = "agentenvs-submission/1"
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
-WILSON_Z = 1.959963984540054  # the standard normal's 97.5% quantile: a 95% interval
-FEW_EPISODES = 30  # below this many episodes per env, intervals are wide; the eval table says so
 END_REASONS = ("terminated", "truncated", "context_overflow")
 
 # the largest integer an IEEE double (a JSON reader's number) holds exactly; SQLite's INTEGER holds it too
@@ -315,50 +308,14 @@ def validate(kind: str, data: Any) -> None:
         raise BundleError(f"{kind}: {problem[:300]}")
 
 
-# scripts whose letters pass for each other (Latin "e", Cyrillic "е", Greek "ε"): one name uses one of them
-LOOK_ALIKE_SCRIPTS = frozenset({"LATIN", "CYRILLIC", "GREEK"})
-
-
-def name_problem(text: str) -> str | None:
-    """Why ``text`` cannot be shown as a name (see the module docstring), or None."""
-    for character in text:
-        category = unicodedata.category(character)
-        if category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and character != " "):
-            label = unicodedata.name(character, "unnamed")
-            return f"U+{ord(character):04X} ({label}) is a control, format, bidi or invisible character"
-    if text != text.strip() or "  " in text:
-        return "leading, trailing or doubled spaces"
-    if unicodedata.normalize("NFKC", text) != text:
-        return "not in NFKC form (compatibility look-alikes such as fullwidth letters)"
-    scripts = {unicodedata.name(c).split()[0] for c in text if c.isalpha()} & LOOK_ALIKE_SCRIPTS
-    if len(scripts) > 1:
-        return f"letters of look-alike scripts ({', '.join(sorted(scripts))}) can pass for another name"
-    return None
-
-
-def _version_problem(text: str) -> str | None:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return "not a PEP 440 version"
-    return None
-
-
-FORMAT_RULES = {NAME_FORMAT: name_problem, VERSION_FORMAT: _version_problem}
-
-
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+# the checks of the schema's own string formats (agentenvs.eval.names)
+FORMAT_RULES = {NAME_FORMAT: name_problem, VERSION_FORMAT: version_problem}
 
 
 def _value_problems(schema: Mapping[str, Any], data: Any, path: str) -> Iterator[str]:
     """The rules JSON Schema cannot state, checked along ``schema`` (which ``data`` already follows)."""
     if isinstance(data, str):
-        if _lone_surrogate(data):
+        if lone_surrogate(data):
             yield f"{path} is not valid Unicode (a lone surrogate)"
         elif (rule := FORMAT_RULES.get(schema.get("format", ""))) and (problem := rule(data)) is not None:
             yield f"{path} {data!r}: {problem}"
@@ -367,7 +324,7 @@ def _value_problems(schema: Mapping[str, Any], data: Any, path: str) -> Iterator
     elif isinstance(data, dict):
         properties, others = schema.get("properties", {}), schema.get("additionalProperties")
         for key, value in data.items():
-            if _lone_surrogate(key):
+            if lone_surrogate(key):
                 yield f"{path} has a key that is not valid Unicode (a lone surrogate)"
                 continue
             inner = properties.get(key, others if isinstance(others, dict) else {})
@@ -408,122 +365,6 @@ def submission_metadata(
         "env_digests": dict(env_digests),
         "created": utc_now(),
     }
-
-
-# the tolerance of every comparison of recorded numbers with recomputed ones (see same_number)
-RELATIVE_TOLERANCE = 1e-9
-ABSOLUTE_TOLERANCE = 1e-12
-
-
-def same_number(recorded: Any, recomputed: Any) -> bool:
-    """Whether a recorded number and its recomputation agree; the one rule replay and the board apply.
-
-    ``|a − b| ≤ max(1e-9 · max(|a|, |b|), 1e-12)`` (``math.isclose`` with
-    :data:`RELATIVE_TOLERANCE` and :data:`ABSOLUTE_TOLERANCE`). JSON carries
-    doubles exactly, so the slack only absorbs a sum taken in another order
-    (a return, a component sum, a summary mean); an edited number is off by far
-    more. Strings (keys) compare exactly; None agrees only with None.
-    """
-    if isinstance(recorded, str) or isinstance(recomputed, str):
-        return recorded == recomputed
-    if recorded is None or recomputed is None:
-        return recorded is None and recomputed is None
-    return math.isclose(
-        float(recorded), float(recomputed), rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE
-    )
-
-
-# ------------------------------------------------------------------ summary
-def bootstrap_interval(values: Sequence[float], rng: np.random.Generator) -> tuple[float, float, np.ndarray]:
-    """95% percentile-bootstrap interval of the mean, and the resampled means."""
-    data = np.asarray(values, dtype=np.float64)
-    means = data[rng.integers(0, len(data), size=(BOOTSTRAP_RESAMPLES, len(data)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high), means
-
-
-def wilson_interval(successes: float, trials: int) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate.
-
-    With p = successes / n and z = :data:`WILSON_Z`:
-    (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n). Unlike a bootstrap,
-    it stays wide when every episode fails or succeeds (0/3 gives [0, 0.56]).
-    """
-    if trials < 1:
-        return 0.0, 0.0
-    p, z2 = successes / trials, WILSON_Z**2
-    centre = p + z2 / (2 * trials)
-    spread = WILSON_Z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2))
-    scale = 1 + z2 / trials
-    low = 0.0 if successes <= 0 else (centre - spread) / scale
-    high = 1.0 if successes >= trials else (centre + spread) / scale
-    return low, high
-
-
-def _interval(mean: float, low: float, high: float) -> dict[str, float]:
-    return {"mean": float(mean), "low": low, "high": high}
-
-
-def summarize(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-env and overall success (Wilson intervals) and score (bootstrap intervals), 95%.
-
-    Success: :func:`wilson_interval` of each env's successes; overall, of the
-    unweighted mean rate over envs taken as a rate over all episodes. Score:
-    percentile bootstrap of the mean; the overall interval resamples each env
-    independently and averages the resampled env means. Deterministic: envs
-    in sorted order, each env's episodes by (seed, task id), one generator
-    seeded with :data:`BOOTSTRAP_SEED`, so the same episodes give the same
-    summary anywhere, in any order.
-    """
-    by_env: dict[str, list[Mapping[str, Any]]] = {}
-    for episode in episodes:
-        by_env.setdefault(episode["env_id"], []).append(episode)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    envs: dict[str, Any] = {}
-    resampled_scores: list[np.ndarray] = []
-    for env_id in sorted(by_env):
-        rows = sorted(by_env[env_id], key=lambda row: (row["seed"], row["task_id"]))
-        successes = sum(bool(row["success"]) for row in rows)
-        scores = [float(row["score"]) for row in rows]
-        low, high, means = bootstrap_interval(scores, rng)
-        resampled_scores.append(means)
-        envs[env_id] = {
-            "episodes": len(rows),
-            "success": _interval(successes / len(rows), *wilson_interval(successes, len(rows))),
-            "score": _interval(np.mean(scores), low, high),
-            "turns": float(np.mean([row["turns"] for row in rows])),
-            "prompt_tokens": int(sum(row["prompt_tokens"] for row in rows)),
-            "completion_tokens": int(sum(row["completion_tokens"] for row in rows)),
-            "context_overflows": sum(row.get("end_reason") == "context_overflow" for row in rows),
-        }
-    overall: dict[str, Any] = {"envs": len(envs)}
-    total = sum(entry["episodes"] for entry in envs.values())
-    success = float(np.mean([entry["success"]["mean"] for entry in envs.values()])) if envs else 0.0
-    overall["success"] = _interval(success, *wilson_interval(success * total, total))
-    score = float(np.mean([entry["score"]["mean"] for entry in envs.values()])) if envs else 0.0
-    if envs:
-        low, high = np.percentile(np.mean(resampled_scores, axis=0), [2.5, 97.5])
-    else:
-        low = high = 0.0
-    overall["score"] = _interval(score, float(low), float(high))
-    return {"envs": envs, "overall": overall}
-
-
-def summary_differences(claimed: Any, actual: Any, path: str = "summary") -> list[str]:
-    """Where two summaries differ (numbers compared by :func:`same_number`)."""
-    if isinstance(actual, Mapping):
-        if not isinstance(claimed, Mapping) or set(claimed) != set(actual):
-            return [f"{path}: keys {sorted(claimed) if isinstance(claimed, Mapping) else claimed!r}"]
-        return [
-            d
-            for key in sorted(actual)
-            for d in summary_differences(claimed[key], actual[key], f"{path}.{key}")
-        ]
-    if isinstance(claimed, bool) or not isinstance(claimed, (int, float)):
-        return [f"{path}: {claimed!r}, recomputed {actual!r}"]
-    if not same_number(claimed, actual):
-        return [f"{path}: {claimed!r}, recomputed {actual!r}"]
-    return []
 
 
 # ------------------------------------------------------------------ files

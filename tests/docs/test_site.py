@@ -26,8 +26,9 @@ import pytest
 from PIL import Image
 
 from agentenvs.core import registration
+from agentenvs.core.devtools import require_chromium
 from agentenvs.core.registration import entries
-from agentenvs.envs.colbench.frontend.render import VIEWPORT, require_chromium
+from agentenvs.envs.colbench.frontend.render import VIEWPORT
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -13,7 +13,7 @@ import agentenvs
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatClient, ChatReply, ContextLengthError
 from agentenvs.core.keys import stable_digest
-from agentenvs.eval.bundle import BundleError, read_bundle, wilson_interval
+from agentenvs.eval.bundle import BundleError, read_bundle
 from agentenvs.eval.evaluate import (
     ContextOverflow,
     GenerationSettings,
@@ -22,6 +22,7 @@ from agentenvs.eval.evaluate import (
     run_eval,
 )
 from agentenvs.eval.panel import PANELS
+from agentenvs.eval.statistics import wilson_interval
 from leaderboard.verify import verify_submission
 
 from fixtures.openai_server import FakeOpenAIServer

@@ -117,7 +117,7 @@ def test_check_data_on_each_familys_published_format(env_id, tmp_path, capsys):
     assert main(["check-data", env_id, str(folder), "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert f"tasks loaded ({', '.join(f'{s} {n}' for s, n in tasks.items())})" in out
-    for reason, count in skipped.items():
+    for reason in skipped:
         assert f"skipped: {reason}" in out
     assert "expert success" in out and "random success" in out and "check-data passed" in out
 
@@ -128,7 +128,8 @@ def test_human_goals_through_an_env_kwarg_and_a_task_that_does_not_load(tmp_path
     folder = webshop_folder(tmp_path / "webshop")
     (folder / "items_human_ins.json").write_text(json.dumps({
         "B000000001": [{"instruction": "lightweight black running shoes in size 9",
-                        "instruction_attributes": ["lightweight"], "instruction_options": ["black | white", "9"]},
+                        "instruction_attributes": ["lightweight"],
+                        "instruction_options": ["black | white", "9"]},
                        {"instruction": "skipped", "instruction_attributes": [], "instruction_options": []}],
     }))  # fmt: skip
     code = main(["check-data", "WebShop-v0", str(folder), "--env-kwarg", "human_goals=true"])

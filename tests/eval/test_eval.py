@@ -11,9 +11,10 @@ import pytest
 
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
-from agentenvs.eval.bundle import BundleError, read_bundle, summarize
+from agentenvs.eval.bundle import BundleError, read_bundle
 from agentenvs.eval.evaluate import run_eval
 from agentenvs.eval.panel import PANELS, PanelSpec, env_panel
+from agentenvs.eval.statistics import summarize
 from leaderboard.verify import verify_submission
 
 from fixtures.openai_server import FakeOpenAIServer

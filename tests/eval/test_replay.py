@@ -1,4 +1,5 @@
-"""The one episode record and the one replay: JSON form, tolerance, batching, resume, hostile lines, no shims."""
+"""The one episode record and the one replay: JSON form, tolerance, batching, resume, hostile lines, no
+shims."""
 
 from __future__ import annotations
 
@@ -14,18 +15,12 @@ import pytest
 import agentenvs
 from agentenvs.cli import main
 from agentenvs.core.chat import ChatReply
-from agentenvs.eval.bundle import (
-    ABSOLUTE_TOLERANCE,
-    RELATIVE_TOLERANCE,
-    USAGE_FIELDS,
-    BundleError,
-    same_number,
-    validate,
-)
+from agentenvs.eval.bundle import USAGE_FIELDS, BundleError, validate
 from agentenvs.eval.episodes import EpisodeRecord, play_episode
 from agentenvs.eval.evaluate import run_eval
 from agentenvs.eval.panel import PANELS
 from agentenvs.eval.replay import replay_records
+from agentenvs.eval.statistics import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, same_number
 
 from fixtures.openai_server import FakeOpenAIServer
 

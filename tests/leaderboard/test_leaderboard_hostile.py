@@ -15,7 +15,8 @@ from fastapi.testclient import TestClient
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from agentenvs.eval.bundle import MAX_INTEGER, BundleError, name_problem, validate
+from agentenvs.eval.bundle import MAX_INTEGER, BundleError, validate
+from agentenvs.eval.names import name_problem
 from agentenvs.eval.panel import PANELS
 from leaderboard.app import CLOCK_SKEW_S, Limits, create_app
 from leaderboard.cli import export

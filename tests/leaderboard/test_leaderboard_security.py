@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 from fastapi.testclient import TestClient
 
-from agentenvs.eval.bundle import summarize
 from agentenvs.eval.panel import PANELS
+from agentenvs.eval.statistics import summarize
 from leaderboard.app import Limits, create_app
 from leaderboard.pages import board_page, submission_page
 from leaderboard.seed import scripted_document

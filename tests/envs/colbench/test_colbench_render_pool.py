@@ -22,6 +22,7 @@ if shutil.which("chromium") is None:
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
 
 from agentenvs.core import derive_rng
+from agentenvs.core.devtools import browser_thread
 from agentenvs.envs.colbench.frontend.render import (
     CHROMIUM_ARGS,
     MAX_WIDTH,
@@ -29,7 +30,6 @@ from agentenvs.envs.colbench.frontend.render import (
     VIEWPORT,
     PageRenderer,
     RenderFailed,
-    browser_thread,
     decode_png,
 )
 from agentenvs.envs.colbench.frontend.tasks import DEFAULT_DESIGN, render_page, sample_design
@@ -229,7 +229,7 @@ def test_a_render_after_chromium_was_killed_relaunches_it_and_one_in_flight_fail
 
     def kill_chromium() -> None:
         async def pid() -> int:
-            return (await browser_thread().browser(renderer.executable)).process.pid
+            return (await browser_thread().browser(renderer.executable, CHROMIUM_ARGS)).process.pid
 
         os.kill(browser_thread().call(pid), signal.SIGKILL)
 

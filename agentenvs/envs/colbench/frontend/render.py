@@ -3,11 +3,12 @@
 :class:`PageRenderer` renders in one headless Chromium (Debian's
 ``chromium``, no browser download) that the whole process shares, launched
 on first use and reused for every render. It is driven over DevTools'
-pipe (``--remote-debugging-pipe``) from one thread of its own, whose
-asyncio loop sends the commands itself (renderers may be called from any
-thread, and many renders run at once); each renderer keeps a pool of pages,
-each in a browser context of its own, so a batch of answers renders in
-parallel (:meth:`PageRenderer.render_many`). A render is two commands: one
+pipe (``--remote-debugging-pipe``) by :mod:`agentenvs.core.devtools`, from
+one thread of its own, whose asyncio loop sends the commands itself
+(renderers may be called from any thread, and many renders run at once);
+each renderer keeps a pool of pages, each in a browser context of its own,
+so a batch of answers renders in parallel
+(:meth:`PageRenderer.render_many`). A render is two commands: one
 script, in an isolated world of the page, rewrites the page's document
 with the answer (as Playwright's ``set_content`` did), waits for its load
 event and settles the page for the capture; then the capture. Every
@@ -16,7 +17,8 @@ page) is refused, and JavaScript is off, so a render depends on the HTML
 alone and nothing leaves the machine; ``autofocus`` never applies (each
 page spends it when it opens, as a document applies it once in its life),
 so a render does not depend on what its page rendered before either. The
-browser's switches and each page's settings are those Playwright used
+browser's switches (:data:`~agentenvs.core.devtools.LAUNCH_ARGS` and
+:data:`CHROMIUM_ARGS`) and each page's settings are those Playwright used
 when it drove the renders, so the pixels are Playwright's (tested against
 its own screenshot). The viewport is fixed at 800×600 CSS pixels at scale 1
 (ColBench's Firefox had no window size set, so its width was the browser's
@@ -41,34 +43,18 @@ checkpoint (``openai/clip-vit-base-patch32`` in the paper).
 from __future__ import annotations
 
 import asyncio
-import atexit
 import base64
-import fcntl
 import io
-import json
-import os
 import re
-import shutil
-import signal
-import tempfile
-import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from agentenvs.core.env import MissingProgram
+from agentenvs.core.devtools import BrowserGone, DevTools, DevToolsError, browser_thread, require_chromium
 
-# Debian's package puts it at /usr/bin/chromium; it is looked up on PATH, so that a PATH without it
-# behaves as a machine without it. (Debian's chromium-headless-shell costs less CPU per render but draws
-# form controls and bidi text with other pixels, so scores would change with it.)
-CHROMIUM_PROGRAM = "chromium"
-CHROMIUM_INSTALL = (
-    "install Debian's chromium as root: apt-get install chromium "
-    "(the repository's scripts/install_system_packages.sh does it when missing)"
-)
 VIEWPORT = {"width": 800, "height": 600}
 MAX_HEIGHT = 2400
 # a page wider than this is cut at it: a 200,000 px wide page would otherwise take ~10 s and a 120-megapixel
@@ -89,69 +75,6 @@ CHROMIUM_ARGS = (
     "--force-color-profile=srgb",
     "--hide-scrollbars",
 )
-# The switches Playwright launched Chromium with (those of them Chromium knows), so that renders keep the
-# pixels they had when Playwright drove them: headless, the DevTools pipe, no first-run, sync, update,
-# metrics or other background work and no field trials (a trial could change how a page draws), every
-# page rendered at full speed whether or not a window would show it, a desktop's hover and pointer media
-# features, and no paint holding.
-LAUNCH_ARGS = (
-    "--headless",
-    "--remote-debugging-pipe",
-    "--no-startup-window",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--no-service-autorun",
-    "--disable-field-trial-config",
-    "--disable-background-networking",
-    "--disable-background-timer-throttling",
-    "--disable-backgrounding-occluded-windows",
-    "--disable-renderer-backgrounding",
-    "--disable-back-forward-cache",
-    "--disable-breakpad",
-    "--disable-component-extensions-with-background-pages",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--disable-dev-shm-usage",
-    "--disable-extensions",
-    "--disable-hang-monitor",
-    "--disable-ipc-flooding-protection",
-    "--disable-popup-blocking",
-    "--disable-prompt-on-repost",
-    "--disable-sync",
-    "--disable-infobars",
-    "--disable-search-engine-choice-screen",
-    "--metrics-recording-only",
-    "--password-store=basic",
-    "--use-mock-keychain",
-    "--mute-audio",
-    "--allow-pre-commit-input",
-    "--enable-gpu-rasterization",
-    "--enable-unsafe-swiftshader",
-    "--disable-features=AvoidUnnecessaryBeforeUnloadCheckSync,DestroyProfileOnBrowserClose,HttpsUpgrades,"
-    "HttpsFirstBalancedModeAutoEnable,LensOverlay,MediaRouter,PaintHolding,ThirdPartyStoragePartitioning,"
-    "AvoidCorsURLLoaderRestartOnRedirect,OptimizationHints,NetworkTimeServiceQuerying,AimEnabled,"
-    "PreconnectToSearch",
-    "--enable-features=CDPScreenshotNewSurface",
-    "--blink-settings=primaryHoverType=2,availableHoverTypes=2,primaryPointerType=4,availablePointerTypes=4",
-)
-
-
-def find_chromium() -> str | None:
-    """The path of the ``chromium`` executable on ``PATH``, or None where there is none."""
-    return shutil.which(CHROMIUM_PROGRAM)
-
-
-def require_chromium(executable: str | None = None) -> str:
-    """``executable`` (or Chromium on ``PATH`` when None), checked to exist.
-
-    Raises:
-        MissingProgram: no such file, or no ``chromium`` on ``PATH``; the message says how to install it.
-    """
-    found = find_chromium() if executable is None else executable
-    if found is None or not Path(found).is_file():
-        where = "on PATH" if executable is None else f"at {executable}"
-        raise MissingProgram(CHROMIUM_PROGRAM, f"no chromium {where}: {CHROMIUM_INSTALL}")
-    return found
 
 
 def html_of(answer: str) -> str | None:
@@ -161,264 +84,6 @@ def html_of(answer: str) -> str | None:
         if match:
             return match.group(0)
     return None
-
-
-def _above_nine(fd: int) -> int:
-    """``fd`` moved to a descriptor numbered 10 or more (closed on exec, as Python opens them)."""
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.close(fd)
-    return moved
-
-
-class _Process:
-    """A child started with ``posix_spawn`` (no Python code runs between fork and exec, so it is safe
-    from a process with threads), with its stdio on /dev/null and the given descriptors moved to theirs."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.returncode: int | None = None
-
-    @classmethod
-    def spawn(cls, argv: list[str], descriptors: dict[int, int]) -> _Process:
-        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
-        actions += [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_WRONLY, 0) for fd in (1, 2)]
-        actions += [(os.POSIX_SPAWN_DUP2, source, target) for source, target in descriptors.items()]
-        return cls(os.posix_spawn(argv[0], argv, os.environ, file_actions=actions))
-
-    def poll(self) -> int | None:
-        """The exit status once the child has ended (it is reaped then), else None."""
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self) -> int:
-        if self.returncode is None:
-            self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
-        return self.returncode
-
-    def kill(self) -> None:
-        if self.poll() is None:
-            os.kill(self.pid, signal.SIGKILL)
-
-
-class DevToolsError(RuntimeError):
-    """Chromium answered a DevTools command with an error (its message and code are in the text)."""
-
-
-class BrowserGone(RuntimeError):
-    """The Chromium process ended, or its DevTools pipe closed, before a command was answered."""
-
-
-class _DevTools:
-    """One Chromium launched with ``--remote-debugging-pipe``, and its DevTools protocol.
-
-    Chromium reads commands on its file descriptor 3 and writes answers and events on 4, each message
-    JSON ended by a NUL byte. Commands are sent from the browser thread's loop and answered through
-    futures; events go to the handlers registered for their session and method (``session`` None: the
-    browser's own). When the pipe closes, every unanswered command raises :class:`BrowserGone` and every
-    session's ``Inspector.detached`` handler runs, so a page never waits on a browser that is gone.
-    """
-
-    def __init__(self, process: _Process, profile: str) -> None:
-        self.process = process
-        self.profile = profile
-        self._writer: asyncio.WriteTransport | None = None
-        self._next_id = 0
-        self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._handlers: dict[tuple[str | None, str], Callable[[dict[str, Any]], None]] = {}
-        self._closed = False
-        self._reading: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def launch(cls, executable: str) -> _DevTools:
-        """Start ``executable`` with :data:`CHROMIUM_ARGS` and :data:`LAUNCH_ARGS` in a new profile."""
-        # both ends Chromium keeps are moved above 9 first, so that neither is already 3 or 4 (a dup2 onto
-        # itself would leave it closed on exec) and one cannot overwrite the other
-        commands_read, commands_write = (_above_nine(fd) for fd in os.pipe())
-        answers_read, answers_write = (_above_nine(fd) for fd in os.pipe())
-        profile = tempfile.mkdtemp(prefix="agentenvs-chromium-")
-        try:
-            process = _Process.spawn(
-                [executable, *LAUNCH_ARGS, *CHROMIUM_ARGS, f"--user-data-dir={profile}"],
-                {commands_read: 3, answers_write: 4},
-            )
-        except BaseException:
-            for fd in (commands_read, commands_write, answers_read, answers_write):
-                os.close(fd)
-            shutil.rmtree(profile, ignore_errors=True)
-            raise
-        os.close(commands_read)
-        os.close(answers_write)
-        devtools = cls(process, profile)
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 31)  # a screenshot is one message
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(answers_read, "rb", 0)
-        )
-        devtools._writer, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(commands_write, "wb", 0)
-        )
-        devtools._reading = asyncio.ensure_future(devtools._read(reader))
-        try:
-            await asyncio.wait_for(devtools.send("Browser.getVersion"), RENDER_TIMEOUT_MS / 1000)
-        except BaseException:
-            await devtools.close()
-            raise
-        return devtools
-
-    @property
-    def connected(self) -> bool:
-        return not self._closed and self.process.poll() is None
-
-    def on(self, session: str | None, method: str, handler: Callable[[dict[str, Any]], None]) -> None:
-        """Call ``handler(params)`` for each ``method`` event of ``session`` (replacing any before)."""
-        self._handlers[(session, method)] = handler
-
-    def forget(self, session: str) -> None:
-        """Drop every handler of ``session``."""
-        for key in [key for key in self._handlers if key[0] == session]:
-            del self._handlers[key]
-
-    def send(
-        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
-    ) -> asyncio.Future:
-        """The future answer to DevTools' ``method`` (its ``result``); :class:`DevToolsError` for an error."""
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        sent = self._write(method, params, session)
-        if sent is None:
-            answer.set_exception(BrowserGone(f"Chromium is gone; {method} was not sent"))
-        else:
-            self._answers[sent] = answer
-        return answer
-
-    def post(self, method: str, params: dict[str, Any], session: str | None = None) -> None:
-        """Send ``method`` without waiting for its answer (which is dropped, an error too)."""
-        self._write(method, params, session)
-
-    def _write(self, method: str, params: dict[str, Any] | None, session: str | None) -> int | None:
-        if not self.connected or self._writer is None or self._writer.is_closing():
-            return None
-        self._next_id += 1
-        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
-        if session is not None:
-            message["sessionId"] = session
-        self._writer.write(json.dumps(message).encode() + b"\0")
-        return self._next_id
-
-    async def _read(self, reader: asyncio.StreamReader) -> None:
-        try:
-            while True:
-                message = json.loads((await reader.readuntil(b"\0"))[:-1])
-                if "id" in message:
-                    answer = self._answers.pop(message["id"], None)
-                    if answer is None or answer.done():  # posted, or a command whose waiter gave up
-                        continue
-                    if "error" in message:
-                        answer.set_exception(DevToolsError(f"{message['error']!r:.300}"))
-                    else:
-                        answer.set_result(message.get("result", {}))
-                else:
-                    session, method, params = (
-                        message.get("sessionId"),
-                        message.get("method"),
-                        message.get("params", {}),
-                    )
-                    if session is None and method == "Target.detachedFromTarget":  # a page closed or crashed
-                        session, method = params.get("sessionId"), "Inspector.detached"
-                    handler = self._handlers.get((session, method))
-                    if handler is not None:
-                        handler(params)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the pipe closed: Chromium exited
-        finally:
-            self._closed = True
-            for answer in self._answers.values():
-                if not answer.done():
-                    answer.set_exception(BrowserGone("Chromium exited before it answered"))
-            self._answers.clear()
-            for (session, method), handler in list(self._handlers.items()):
-                if session is not None and method == "Inspector.detached":
-                    handler({"reason": "Chromium exited"})
-
-    async def close(self) -> None:
-        """Ask Chromium to close, kill it if it has not within 5 s, and remove its profile."""
-        if self.connected:
-            self.post("Browser.close", {})
-        for _ in range(50):  # polled: at interpreter exit no executor thread can be started to wait
-            if self.process.poll() is not None:
-                break
-            await asyncio.sleep(0.1)
-        else:
-            self.process.kill()
-            self.process.wait()
-        if self._writer is not None:
-            self._writer.close()
-        if self._reading is not None:
-            await self._reading
-        shutil.rmtree(self.profile, ignore_errors=True)
-
-
-class _BrowserThread:
-    """The one thread that drives the process's browsers.
-
-    It runs an asyncio loop that speaks DevTools with each Chromium over its
-    pipes: callers on any thread hand it coroutines (:meth:`call`), and the
-    renders of many pages are in flight at once (Chromium lays out and
-    paints each page in its own renderer process). The callers' own threads
-    hold no browser state and stay free for their own asyncio loops.
-    """
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._browsers: dict[str, _DevTools] = {}
-        self._launching: asyncio.Lock | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, name="agentenvs-chromium", daemon=True)
-        self._thread.start()
-
-    def call(self, function: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-        """Run the coroutine ``function(*args)`` on the browser thread; its exception is raised here."""
-        return asyncio.run_coroutine_threadsafe(function(*args), self._loop).result()
-
-    async def browser(self, executable: str) -> _DevTools:
-        """The process's one Chromium for ``executable``, launched on first use and again after it exited
-        (browser thread only)."""
-        if self._launching is None:
-            self._launching = asyncio.Lock()
-        async with self._launching:  # concurrent first renders launch one browser, not several
-            browser = self._browsers.get(executable)
-            if browser is None or not browser.connected:
-                if browser is not None:
-                    await browser.close()
-                browser = self._browsers[executable] = await _DevTools.launch(executable)
-            return browser
-
-    def stop(self) -> None:
-        """Close the browsers, then end the thread."""
-        if self._thread.is_alive():
-            self.call(self._close_all)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-
-    async def _close_all(self) -> None:
-        for browser in self._browsers.values():
-            await browser.close()
-        self._browsers = {}
-
-
-_browser_thread: _BrowserThread | None = None
-_browser_thread_lock = threading.Lock()
-
-
-def browser_thread() -> _BrowserThread:
-    """The process's browser thread, started on first use and stopped at exit."""
-    global _browser_thread
-    with _browser_thread_lock:
-        if _browser_thread is None:
-            _browser_thread = _BrowserThread()
-            atexit.register(_browser_thread.stop)
-        return _browser_thread
 
 
 class RenderFailed(RuntimeError):
@@ -512,7 +177,7 @@ class _PooledPage:
     answer or the page's end, whichever comes first.
     """
 
-    def __init__(self, devtools: _DevTools, context_id: str, target_id: str, session: str) -> None:
+    def __init__(self, devtools: DevTools, context_id: str, target_id: str, session: str) -> None:
         self.devtools = devtools
         self.context_id = context_id
         self.target_id = target_id
@@ -533,7 +198,7 @@ class _PooledPage:
     async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """The answer to DevTools' ``method``; :class:`RenderFailed` when the page crashes or closes first."""
         answer = self.devtools.send(method, params, self.session)
-        gone = asyncio.ensure_future(self._gone.wait())
+        gone: asyncio.Future[Any] = asyncio.ensure_future(self._gone.wait())
         try:
             await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -662,7 +327,7 @@ class PageRenderer:
         await pooled.close()
 
     async def _open(self) -> _PooledPage:
-        devtools = await browser_thread().browser(self.executable)
+        devtools = await browser_thread().browser(self.executable, CHROMIUM_ARGS)
         context_id = (await devtools.send("Target.createBrowserContext", {"disposeOnDetach": True}))[
             "browserContextId"
         ]
