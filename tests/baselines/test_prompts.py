@@ -82,7 +82,7 @@ def test_the_fixture_covers_every_registered_id():
 @pytest.mark.parametrize("env_id", sorted(PINNED))
 def test_prompts_built_from_the_env_equal_the_pinned_ones(env_id):
     env = gym.make(env_id, disable_env_checker=True)
-    family = type(env.unwrapped).__module__.split(".")[1]
+    family = type(env.unwrapped).__module__.split(".")[2]
     for turn in (0, 2):
         for think in (True, False):
             template = PromptTemplate.for_env(env, think=think)

@@ -4,12 +4,13 @@ Each game is written as a ``game.tw-pddl`` file (ALFWorld's format, with the
 ``alfworld`` package's domain and grammar), loaded in TextWorld's PDDL engine
 with ALFWorld's wrappers, and played by a random walk over the admissible
 commands (some turns send an inadmissible command; the walk has 0, 12 or 25
-turns) that hands over to the expert, which must then win. After every turn
-the observation, the admissible commands, the score and ``won`` must be
-identical. The published-format games of ``tests/envs/alfworld/test_alfworld_published.py``
-are played the same way, each as a raw 2.1.1 and as a patched 2.1.2 file,
-after scripted turns that use what differs between the versions. Skipped when TextWorld + Fast Downward are not installed
-(``scripts/install_alfworld_reference.sh``).
+turns) that hands over to the expert, which must then win. After every turn the
+observation, the admissible commands, the score and ``won`` must be identical.
+The published-format games of
+``tests/envs/alfworld/test_alfworld_published.py`` are played the same way,
+each as a raw 2.1.1 and as a patched 2.1.2 file, after scripted turns that use
+what differs between the versions. Skipped when TextWorld + Fast Downward are
+not installed (``scripts/install_alfworld_reference.sh``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from pathlib import Path
 
 import pytest
 from test_alfworld import HAND_GOAL, HAND_PROBLEM, hand_game_file
-from test_alfworld_published import published_file, published_script, published_world
 
 from agentenvs.core import derive_rng
 from agentenvs.envs.alfworld.expert import ExpertPlanner
@@ -29,6 +29,8 @@ from agentenvs.envs.alfworld.pddl import parse_problem
 from agentenvs.envs.alfworld.reference import ReferenceGame, reference_available
 from agentenvs.envs.alfworld.tasks import TASK_TYPES, game_file, generate_game
 from agentenvs.envs.alfworld.world import AlfredWorld
+
+from fixtures.alfworld_published import published_file, published_script, published_world
 
 pytestmark = pytest.mark.skipif(not reference_available(), reason="TextWorld + Fast Downward not installed")
 

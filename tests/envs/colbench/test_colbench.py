@@ -359,12 +359,13 @@ def test_llm_collaborator_failure_raises_instead_of_scoring():
 
 
 def _colbench_imports() -> dict[str, set[str]]:
-    """Every agentenvs.envs.colbench module (dotted name) and the agentenvs.envs.colbench modules it imports."""
+    """Every agentenvs.envs.colbench module (dotted name) and the agentenvs.envs.colbench modules it
+    imports."""
     import ast
 
     root = Path(__file__).resolve().parents[3]
     found = {}
-    for path in sorted((root / "agentenvs" / "colbench").rglob("*.py")):
+    for path in sorted((root / "agentenvs" / "envs" / "colbench").rglob("*.py")):
         module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
         imported = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

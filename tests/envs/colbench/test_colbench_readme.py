@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 RESULT = ROOT / "benchmarks" / "results" / "bench_colbench.txt"
 FIGURE = re.compile(r"\d+\.\d+")
-SANDBOX_TESTS = ROOT / "tests" / "test_colbench_sandbox.py"
+SANDBOX_TESTS = ROOT / "tests" / "envs" / "colbench" / "test_colbench_sandbox.py"
 BENCHMARKS_PAGE = ROOT / "docs" / "reference" / "benchmarks.md"
 NOTES_PAGE = ROOT / "docs" / "envs" / "notes" / "ColBench.md"
 

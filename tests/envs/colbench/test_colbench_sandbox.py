@@ -348,7 +348,8 @@ def test_an_answer_never_sees_the_calls_still_to_come(patient):
         "            texts += [v for v in (o.values() if isinstance(o, dict) else o) if isinstance(v, str)]\n"
         "    later = [f'){k}(f' for k in range(x + 1, 7304)]\n"
         "    return [call for call in later if any(call[::-1] in t for t in texts)]\n"
-        "def iter_frames(frame):\n    while frame is not None:\n        yield frame\n        frame = frame.f_back\n"
+        "def iter_frames(frame):\n    while frame is not None:\n        yield frame\n"
+        "        frame = frame.f_back\n"
     )
     run = run_contained(patient, code, ["f(7301)", "f(7302)", "f(7303)"])
     assert run.results == (CallResult(True, []),) * 3
@@ -356,16 +357,18 @@ def test_an_answer_never_sees_the_calls_still_to_come(patient):
 
 @FILTERED
 def test_an_answer_cannot_read_or_import_the_project_or_other_packages(patient):
-    families = ROOT / "agentenvs" / "colbench" / "backend" / "families.py"
+    families = ROOT / "agentenvs" / "envs" / "colbench" / "backend" / "families.py"
     code = (
         "import importlib, os, sys\n"
-        f"sys.path[:0] = [{str(ROOT)!r}, {str(Path(pytest.__file__).parents[1])!r}, '/usr/lib/python3/dist-packages']\n"
+        f"sys.path[:0] = [{str(ROOT)!r}, {str(Path(pytest.__file__).parents[1])!r}, "
+        "'/usr/lib/python3/dist-packages']\n"
         "def f(x):\n    found = {}\n"
         "    for name in ['agentenvs', 'pytest', 'gymnasium', 'seccomp', 'yaml', 'numpy']:\n"
         "        try:\n            importlib.import_module(name)\n            found[name] = 'imported'\n"
         "        except ImportError as exc:\n            found[name] = type(exc).__name__\n"
         f"    for path in [{str(families)!r}, {str(ROOT)!r}, '/usr/lib/python3/dist-packages']:\n"
-        "        try:\n            found[path] = len(os.listdir(path) if os.path.isdir(path) else open(path).read())\n"
+        "        try:\n"
+        "            found[path] = len(os.listdir(path) if os.path.isdir(path) else open(path).read())\n"
         "        except OSError as exc:\n            found[path] = type(exc).__name__\n"
         "    return found\n"
     )
@@ -385,7 +388,8 @@ def test_regenerating_the_hidden_task_with_the_public_generator_scores_nothing()
         f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
         "from agentenvs.envs.colbench.backend.tasks import GeneratedTasks\n"
         f"hidden = {{}}\nexec(GeneratedTasks().load({env.task.task_id!r}).reference, hidden)\n"
-        f"def {env.task.function}(*args, **kwargs):\n    return hidden[{env.task.function!r}](*args, **kwargs)\n"
+        f"def {env.task.function}(*args, **kwargs):\n"
+        f"    return hidden[{env.task.function!r}](*args, **kwargs)\n"
     )
     outside: dict = {}
     exec(cheat, outside)  # noqa: S102 (the cheat works in this process)
@@ -452,7 +456,8 @@ def test_no_socket_reaches_a_unix_socket_on_a_host_path(sandbox, tmp_path):
     code = (
         "import socket\ndef f(x):\n    got = []\n"
         "    for family in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, 17):\n"
-        "        try:\n            s = socket.socket(family, socket.SOCK_RAW if family == 17 else socket.SOCK_STREAM)\n"
+        "        try:\n"
+        "            s = socket.socket(family, socket.SOCK_RAW if family == 17 else socket.SOCK_STREAM)\n"
         f"            s.connect({str(path)!r})\n            got.append('connected')\n"
         "        except OSError as exc:\n            got.append(type(exc).__name__)\n    return got\n"
     )
@@ -520,7 +525,8 @@ def test_symlinked_official_task_files_and_their_blobs_are_invisible(tmp_path):
         f"    paths = [{str(link)!r}, {str(blob)!r}, {str(blob.parent)!r}, *mounts]\n"
         f"    for path in paths + glob.glob({str(tmp_path)!r} + '/**', recursive=True):\n"
         "        try:\n"
-        "            found.append(open(path).read() if os.path.isfile(path) else ' '.join(os.listdir(path)))\n"
+        "            found.append(open(path).read() if os.path.isfile(path) "
+        "else ' '.join(os.listdir(path)))\n"
         "        except OSError:\n            pass\n"
         "    return [text for text in found if 'ground_truth' in text or '5f1c0ffee' in text]\n"
     )
@@ -590,7 +596,8 @@ def test_every_type_colbench_compares_round_trips_equal_to_itself(patient):
         "import collections, datetime, decimal, fractions\nimport numpy as np\n"
         "class Mine:\n    pass\n"
         "def f(x):\n    return [datetime.datetime(2024, 2, 29, 13, 5, tzinfo=datetime.timezone.utc),\n"
-        "            datetime.date(2024, 1, x), datetime.time(7, 30), datetime.timedelta(days=x, seconds=5),\n"
+        "            datetime.date(2024, 1, x), datetime.time(7, 30), "
+        "datetime.timedelta(days=x, seconds=5),\n"
         "            decimal.Decimal('1.10'), fractions.Fraction(1, 3), int, collections.OrderedDict,\n"
         "            {1, 'a'}, frozenset({(1, 2)}), complex(1, -2), {'k': [(), {None}]}, b'\\x00',\n"
         "            np.float64(0.5), np.arange(4).reshape(2, 2), np.bool_(True)]\n"
