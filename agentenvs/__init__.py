@@ -1,6 +1,6 @@
 """agentenvs: multi-turn Gymnasium environments for training LLM agents with RL.
 
-``import agentenvs`` registers every ``agentenvs/<Name>-v0`` id with gymnasium;
+``import agentenvs`` registers every ``agentenvs/<Name>-v<version>`` id with gymnasium;
 ``ENV_ENTRIES`` and ``ENV_IDS`` are what it registered. The registry itself and
 every query about it (an id's entry, family, expert; main ids; missing extras)
 live in :mod:`agentenvs.core.registration`.

@@ -56,6 +56,8 @@ Normalization = Literal["std", "none"]
 EpsMode = Literal["cutoff", "add"]
 Singleton = Literal["zero", "keep"]
 EpisodeOver = Literal["trajectories", "steps"]
+# one trajectory's per-turn rewards: a list or a 1-D array (a rollout's ``turn_rewards``)
+TurnRewards = Sequence[float] | np.ndarray
 DEFAULT_EPS = 1e-6
 
 # The options that reproduce each released codebase, per estimator (see reference_preset).
@@ -340,7 +342,7 @@ class GiGPOAdvantages:
 
 
 def gigpo_advantages(
-    step_rewards: Sequence[Sequence[float]],
+    step_rewards: Sequence[TurnRewards],
     anchor_keys: Sequence[Sequence[Hashable]],
     group_ids: Sequence[Hashable],
     *,
@@ -419,7 +421,7 @@ def gigpo_advantages(
 
 
 def mt_grpo_advantages(
-    intermediate_rewards: Sequence[Sequence[float]],
+    intermediate_rewards: Sequence[TurnRewards],
     outcome_rewards: Sequence[float] | np.ndarray,
     group_ids: Sequence[Hashable],
     *,

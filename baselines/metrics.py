@@ -1,10 +1,11 @@
 """Training metrics: per-iteration JSONL records and the ``plot`` command.
 
 Each trainer appends one JSON object per iteration to ``<out>/metrics.jsonl``:
-success rate, mean score and return, the number of crashed episodes left out, the mean per-episode sum of every reward
-component (``component/<name>``), turns, anchor-group statistics (size
-histogram, singleton share, obs-key vs state-key disagreement), the time
-split (generation / env / update seconds) and tokens per second.
+success rate, mean score and return, the number of crashed episodes left out,
+the mean per-episode sum of every reward component (``component/<name>``),
+turns, anchor-group statistics (size histogram, singleton share, obs-key vs
+state-key disagreement), the time split (generation / env / update seconds) and
+tokens per second.
 
 Plot learning curves of one or more runs::
 

@@ -201,7 +201,8 @@ def main() -> None:
             reference = time_reference(paths, sequences)
         ref_steps, ref_time, _, _ = reference
         emit(
-            f"| TextWorld (alfworld 0.4.2) | {ref_steps} | {ref_time:.2f} | {ref_steps / ref_time:.0f} | {ref_time / ref_steps * 1000:.2f} | 1.0x |"
+            f"| TextWorld (alfworld 0.4.2) | {ref_steps} | {ref_time:.2f} | {ref_steps / ref_time:.0f} | "
+            f"{ref_time / ref_steps * 1000:.2f} | 1.0x |"
         )
     ref_rate = reference[0] / reference[1] if reference else None
     for label, steps, seconds in (
@@ -210,7 +211,8 @@ def main() -> None:
     ):
         ratio = f"{steps / seconds / ref_rate:.0f}x" if ref_rate else "n/a"
         emit(
-            f"| {label} | {steps} | {seconds:.2f} | {steps / seconds:.0f} | {seconds / steps * 1000:.2f} | {ratio} |"
+            f"| {label} | {steps} | {seconds:.2f} | {steps / seconds:.0f} | "
+            f"{seconds / steps * 1000:.2f} | {ratio} |"
         )
 
     fresh, cached = reset_latency(100)
@@ -232,13 +234,15 @@ def main() -> None:
         emit(f"| {count} | {mib:.1f} |")
 
     emit(
-        f"\n## obs-key groups ({args.tasks} test games; 8 random + 1 expert rollout each; group = same task, same obs key)\n"
+        f"\n## obs-key groups ({args.tasks} test games; 8 random + 1 expert rollout each; "
+        "group = same task, same obs key)\n"
     )
     emit("| policy | groups | groups mixing state keys | turns | turns in mixed groups |")
     emit("|---|---|---|---|---|")
     for policy, (count, mixed, turns, mixed_turns) in grouping(args.tasks).items():
         emit(
-            f"| {policy} | {count} | {mixed} ({mixed / count:.1%}) | {turns} | {mixed_turns} ({mixed_turns / turns:.1%}) |"
+            f"| {policy} | {count} | {mixed} ({mixed / count:.1%}) | {turns} | "
+            f"{mixed_turns} ({mixed_turns / turns:.1%}) |"
         )
     emit("\n" + run_conditions(load_before))
     if args.out:

@@ -161,7 +161,8 @@ def main() -> None:
     Console().print(table)
     print(f"expert mean score {statistics.mean(scores):.3f} over {len(scores)} test tasks")
     print(
-        f"load average {load:.1f} at the start on {os.cpu_count()} cores (other work on the machine inflates every row)"
+        f"load average {load:.1f} at the start on {os.cpu_count()} cores (other work on the machine "
+        "inflates every row)"
     )
 
 

@@ -66,10 +66,12 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     print(
-        f"agentenvs {agentenvs.__version__}: replay verification of {args.episodes} {args.agent}-agent episodes per env"
+        f"agentenvs {agentenvs.__version__}: replay verification of {args.episodes} {args.agent}-agent "
+        "episodes per env"
     )
     print(
-        f"{'env':<28} {'backend':<16} {'episodes':>8} {'turns':>7} {'seconds':>8} {'episodes/s':>11} {'turns/s':>8}"
+        f"{'env':<28} {'backend':<16} {'episodes':>8} {'turns':>7} {'seconds':>8} {'episodes/s':>11} "
+        f"{'turns/s':>8}"
     )
     for env_id in args.env or available_main_ids():
         spec, document = scripted_submission(env_id, args.agent, args.episodes)

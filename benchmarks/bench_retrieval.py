@@ -43,14 +43,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
 from retrieval_index import BM25Retriever, Corpus, Passage
 from retrieval_index.analysis import LUCENE_STOP_WORDS
 from retrieval_index.bm25 import BM25Scorer
 from retrieval_index.dense import exact_top_k, merge_shards
 from retrieval_index.ranking import top_k
+
+ROOT = Path(__file__).resolve().parents[1]
 
 VOCABULARY = 60_000
 WORDS_PER_PASSAGE = 100
@@ -225,8 +224,8 @@ def dense_rows(size: int, workdir: Path, queries: list[str]) -> list[dict]:
             lambda qs, index=index: index.search(query_vectors[np.ravel(qs)], 10),
             [[i] for i in range(len(queries))],
         )
-        rows.append({"size": size, "engine": f"faiss {factory} {params}".strip(), "build_s": build, "recall": recall,
-                     **times, **probe("dense", path, queries[:200], params)})  # fmt: skip
+        rows.append({"size": size, "engine": f"faiss {factory} {params}".strip(), "build_s": build,
+                     "recall": recall, **times, **probe("dense", path, queries[:200], params)})  # fmt: skip
     return rows
 
 
@@ -246,7 +245,10 @@ def encoder_cost() -> str:
     start = time.perf_counter()
     encoder.encode(queries, is_query=True)
     batched = (time.perf_counter() - start) / len(queries) * 1000
-    return f"encoder all-MiniLM-L6-v2 on {encoder.device}: {single:.1f} ms per single query, {batched:.1f} ms per query in a batch of 40"
+    return (
+        f"encoder all-MiniLM-L6-v2 on {encoder.device}: {single:.1f} ms per single query, "
+        f"{batched:.1f} ms per query in a batch of 40"
+    )
 
 
 def optional(value: float | None, spec: str) -> str:
@@ -281,9 +283,11 @@ def main() -> None:
         build = "kept" if r["build_s"] is None and r["load_s"] is not None else optional(r["build_s"], ".1f")
         recall = r["recall"] if isinstance(r["recall"], str) else f"{r['recall']:.3f}"
         print(f"| {r['size']:,} | {r['engine']} | {build} | {optional(r['load_s'], '.2f')} | "
-              f"{optional(r['rss_mib'], '.0f')} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['qps']:,.0f} | {recall} |")  # fmt: skip
+              f"{optional(r['rss_mib'], '.0f')} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['qps']:,.0f} | "
+              f"{recall} |")  # fmt: skip
     for r in (r for r in rows if "scan_ms" in r):
-        print(f"one pass of numpy's matrix-vector product over the {r['size']:,} vectors ({r['size'] * DIM * 4 / 2**20:,.0f} MiB), "
+        print(f"one pass of numpy's matrix-vector product over the {r['size']:,} vectors "
+              f"({r['size'] * DIM * 4 / 2**20:,.0f} MiB), "
               f"the memory a Flat query reads: {r['scan_ms']:.2f} ms")  # fmt: skip
     if "dense" in args.engines:
         print(encoder_cost())

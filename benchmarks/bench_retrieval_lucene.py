@@ -36,14 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
 from bench_retrieval import generated_passages, generated_queries, probe, timings
 
 from retrieval_index import BM25Retriever, Corpus, PyseriniRetriever, RetrievedPassage, write_corpus_jsonl
 from retrieval_index.lucene import build_lucene_index
+
+ROOT = Path(__file__).resolve().parents[1]
 
 LUCENE_LOAD_PROBE = r"""
 import json, sys, time
@@ -143,11 +141,12 @@ def main() -> None:
     )
     print("|" + "---|" * 11)
     for r in rows:
-        print(f"| {r['size']:,} | {r['engine']} | {r['build_s']:.1f} | {r['index_mib']:.0f} | {r['load_s']:.2f} | "
-              f"{r['rss_mib']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['qps']:,.0f} | "
-              f"{r['same_top10']:.0%} | {r['overlap_top10']:.1%} |")  # fmt: skip
+        print(f"| {r['size']:,} | {r['engine']} | {r['build_s']:.1f} | {r['index_mib']:.0f} | "
+              f"{r['load_s']:.2f} | {r['rss_mib']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+              f"{r['qps']:,.0f} | {r['same_top10']:.0%} | {r['overlap_top10']:.1%} |")  # fmt: skip
     print(
-        f"{len(queries)} queries of 6 words; machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+        f"{len(queries)} queries of 6 words; machine: {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

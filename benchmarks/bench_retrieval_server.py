@@ -41,12 +41,9 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
+from bench_retrieval import generated_passages, generated_queries
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_retrieval import generated_passages, generated_queries
 
 NAIVE_SERVER = r"""
 import sys
@@ -199,7 +196,8 @@ def load(port: int, queries: list[str], clients: int, requests: int, processes: 
     ]
     start_at = time.time() + 2.0  # every load process started and waiting
     with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
-        parts = list(pool.map(load_process, [port] * processes, [per_client[p::processes] for p in range(processes)],
+        parts = list(pool.map(load_process, [port] * processes,
+                              [per_client[p::processes] for p in range(processes)],
                               [start_at] * processes))  # fmt: skip
     latencies = [ms for part in parts for ms in part["latencies"]]
     errors = [error for part in parts for error in part["errors"]]
@@ -287,7 +285,8 @@ def print_kind(result: dict, args: argparse.Namespace) -> None:
         if r["error_kinds"]:
             print(f"{r['server']} errors: {r['error_kinds']}")
     print(
-        "| server | requests | errors | p50 ms | p99 ms | q/s | one client p50 ms | server adds ms | RSS / PSS MiB |"
+        "| server | requests | errors | p50 ms | p99 ms | q/s | "
+        "one client p50 ms | server adds ms | RSS / PSS MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in result["rows"]:

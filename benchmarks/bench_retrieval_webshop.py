@@ -1,7 +1,9 @@
 """WebShop search on retrieval_index's BM25 engine: latency per search, same top 50 as before.
 
-    python benchmarks/bench_retrieval_webshop.py                    # generated catalogs of 10k and 100k products
-    python benchmarks/bench_retrieval_webshop.py --sizes 1181436    # the full catalog's size
+    # generated catalogs of 10k and 100k products
+    python benchmarks/bench_retrieval_webshop.py
+    # the full catalog's size
+    python benchmarks/bench_retrieval_webshop.py --sizes 1181436
 
 For each generated catalog (built once into the agentenvs cache) it runs the
 same queries as bench_webshop.py (goal names and instruction texts, top 50)

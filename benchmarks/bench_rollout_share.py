@@ -1,4 +1,5 @@
-"""The env's share of a batched rollout: env seconds per batch turn at 16 groups × 8, beside generation seconds.
+"""The env's share of a batched rollout: env seconds per batch turn at 16 groups × 8,
+beside generation seconds.
 
 Per main env id: ``--groups`` × ``--group-size`` envs (default 16 × 8, the
 papers' GRPO/GiGPO batch), the 8 envs of a group on the same task, played
@@ -84,7 +85,8 @@ class BatchResult:
 
 
 def play_batch(env_id: str, groups: int, group_size: int, batch_turns: int) -> BatchResult:
-    """Step ``groups × group_size`` envs of ``env_id`` for ``batch_turns`` batch turns; see the module docstring."""
+    """Step ``groups × group_size`` envs of ``env_id`` for ``batch_turns`` batch turns; see the module
+    docstring."""
     size = groups * group_size
     envs = [gym.make(env_id) for _ in range(size)]
     experts: list[Any] = [None] * size
@@ -154,8 +156,8 @@ def main() -> None:
     lines = [
         f"agentenvs {agentenvs.__version__}: env share of a batched rollout, {args.groups} groups × "
         f"{args.group_size} envs, {args.batch_turns} batch turns, expert play, one process on one core",
-        f"shared 2-core machine (load average at the start: {os.getloadavg()[0]:.1f}); generation = R tokens ÷ one sequence's "
-        "decode speed (upper bound on the share)",
+        f"shared 2-core machine (load average at the start: {os.getloadavg()[0]:.1f}); "
+        "generation = R tokens ÷ one sequence's decode speed (upper bound on the share)",
     ]
     lines += [f"decode {s.model}: {s.tokens_per_s:g} tokens/s per sequence ({s.source})" for s in speeds]
     header = f"{'env':<28} {'envs':>4} {'resets':>6} {'ended':>5} {'env s/turn':>10}"
@@ -172,7 +174,10 @@ def main() -> None:
             line = f"{env_id:<28} not run: {exc}"
         else:
             seconds = result.seconds_per_batch_turn
-            line = f"{env_id:<28} {result.envs:>4} {result.resets:>6} {result.episodes_ended:>5} {seconds:>10.4f}"
+            line = (
+                f"{env_id:<28} {result.envs:>4} {result.resets:>6} {result.episodes_ended:>5} "
+                f"{seconds:>10.4f}"
+            )
             for speed in speeds:
                 for tokens in RESPONSE_TOKENS:
                     generation = tokens / speed.tokens_per_s

@@ -34,7 +34,8 @@ other processes hold the cores is not counted to either; ``--clock wall``
 times by wall time. Part 2 takes wall time, as its server answers from
 another thread. ``--out`` writes the printed tables.
 
-    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--repeats 9] [--chunk 10] [--out FILE]
+    python benchmarks/bench_search.py [--episodes 100] [--passages 100000] [--repeats 9]
+                                      [--chunk 10] [--out FILE]
 """
 
 from __future__ import annotations
@@ -171,9 +172,10 @@ def versus_gem(
     sides = (
         (lambda e: env.reset(seed=e.seed), env.step, None, ours_resets, None),
         (lambda e: peer.reset(), peer.step,
-         lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}), gem_resets,
-         None),
-        (lambda e: cold.reset(seed=e.seed), cold.step, None, [], cold.clear_passage_lines),  # resets: timed above
+         lambda e: peer.env.set_state({"first_obs": str(e.seed), "answer": list(e.golden_answers)}),
+         gem_resets, None),
+        # resets: timed above
+        (lambda e: cold.reset(seed=e.seed), cold.step, None, [], cold.clear_passage_lines),
     )  # fmt: skip
     chunks = [played[start : start + chunk] for start in range(0, len(played), chunk)]
     for _ in range(repeats):
@@ -244,7 +246,8 @@ def main() -> None:
     )
     clock = "this thread's CPU time" if args.clock == "cpu" else "wall time"
     emit(
-        f"{clock} on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), passes alternating in one run;"
+        f"{clock} on a shared 2-core machine (load average {os.getloadavg()[0]:.1f}), "
+        "passes alternating in one run;"
     )
     emit("agentenvs alone: wall time (its server answers from another thread).")
     rows, notes = [], []
@@ -253,8 +256,8 @@ def main() -> None:
         (notes.append(row) if isinstance(row, str) else rows.append(row))
         if isinstance(row, str):
             break
-    columns = ("set", "episodes", "turns", "agentenvs turns/s", "GEM turns/s",
-               "ratio median", "ratio lowest", "cold lines ratio", "agentenvs reset µs", "GEM reset µs")  # fmt: skip
+    columns = ("set", "episodes", "turns", "agentenvs turns/s", "GEM turns/s", "ratio median",
+               "ratio lowest", "cold lines ratio", "agentenvs reset µs", "GEM reset µs")  # fmt: skip
     if rows:
         title = (
             f"agentenvs ÷ GEM, {args.passages:,} passages, median of {args.repeats} passes "

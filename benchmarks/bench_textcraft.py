@@ -150,7 +150,10 @@ def main() -> None:
     commands = solutions(seeds)
     results = {**time_package(seeds, commands), **time_agentenvs(seeds, commands)}
     table = Table(
-        title=f"TextCraft: ADaPT seeds 0-{args.resets - 1}, planner's commands ({sum(map(len, commands))} steps)"
+        title=(
+            f"TextCraft: ADaPT seeds 0-{args.resets - 1}, "
+            f"planner's commands ({sum(map(len, commands))} steps)"
+        )
     )
     package = results["textcraft package, recipe lists restored"]
     for column in ("engine", "reset ms", "steps/s", "resets/s × package", "steps/s × package"):

@@ -84,7 +84,8 @@ if len(sys.argv) > 5 and sys.argv[5]:
 print(json.dumps({
     "load_s": load_s, "after_load": after_load, "after_search": memory(),
     "p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95)], "max_ms": times[-1],
-    "cold_p50_ms": cold[len(cold) // 2], "cpu_ms": cpu_ms, "turns_per_s": turn_rate, "products": catalog.num_products,
+    "cold_p50_ms": cold[len(cold) // 2], "cpu_ms": cpu_ms, "turns_per_s": turn_rate,
+    "products": catalog.num_products,
 }))
 """
 
@@ -130,7 +131,10 @@ def pyserini_row(index_dir: str | None, queries: list[str]) -> str:
         searcher.search(q, k=50)
         times.append(time.perf_counter() - start)
     times.sort()
-    return f"pyserini search p50 {1000 * times[len(times) // 2]:.1f} ms, p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms"
+    return (
+        f"pyserini search p50 {1000 * times[len(times) // 2]:.1f} ms, "
+        f"p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms"
+    )
 
 
 def main() -> None:
@@ -156,7 +160,8 @@ def main() -> None:
         memory = solo["after_search"]
         workers = " + ".join(f"{w['after_search']['rss']:.0f}/{w['after_search']['pss']:.0f}" for w in shared)
         print(
-            f"{solo['products']:>9} {built:>8} {solo['load_s']:>7.2f} {memory['rss']:>7.0f} {memory['pss']:>7.0f}"
+            f"{solo['products']:>9} {built:>8} {solo['load_s']:>7.2f} {memory['rss']:>7.0f}"
+            f" {memory['pss']:>7.0f}"
             f" {solo['cold_p50_ms']:>7.1f}"
             f" {solo['p50_ms']:>8.1f} /{solo['p95_ms']:>6.1f} /{solo['max_ms']:>6.1f} {solo['cpu_ms']:>6.1f}"
             f" {solo['turns_per_s']:>8.0f}"

@@ -55,7 +55,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Limits:
-    """Upload limits: bytes per body; stored uploads per token and failed authentications per client, per window."""
+    """Upload limits: bytes per body; stored uploads per token and failed authentications per client, per
+    window."""
 
     max_bytes: int = 32 * 1024 * 1024
     uploads_per_window: int = 10
@@ -72,7 +73,8 @@ class RateLimiter:
         self.lock = threading.Lock()
 
     def _recent(self, key: str, now: float) -> int:
-        """Events of ``key`` inside the window; a key with none is forgotten (memory stays bounded by activity)."""
+        """Events of ``key`` inside the window; a key with none is forgotten (memory stays bounded by
+        activity)."""
         events = self.events.get(key)
         while events and now - events[0] > self.window_s:
             events.popleft()

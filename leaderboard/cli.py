@@ -31,6 +31,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from agentenvs.core.registration import available_main_ids
 from agentenvs.eval.bundle import BundleError, read_bundle
@@ -53,7 +54,8 @@ def seed(store: Store, env_ids: Sequence[str], panel: str) -> list[int]:
 
 
 def export(store: Store, out: Path) -> int:
-    """Write the board, the how-to-submit page and every verified submission as static HTML; how many submissions."""
+    """Write the board, the how-to-submit page and every verified submission as static HTML; how many
+    submissions."""
     (out / "submissions").mkdir(parents=True, exist_ok=True)
     rows = store.board()
     board = board_page(rows, lambda i: f"submissions/{i}.html", "submit.html")
@@ -114,9 +116,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     verdict = verify_submission(read_bundle(args.bundle), backend=args.backend, num_workers=args.workers)
     if verdict.verified:
-        overall = verdict.summary["overall"]
+        overall = verdict.verified_summary["overall"]
         print(
-            f"verified: {len(verdict.transcripts)} episodes reproduce; overall score {overall['score']['mean']:.3f}"
+            f"verified: {len(verdict.transcripts)} episodes reproduce; "
+            f"overall score {overall['score']['mean']:.3f}"
         )
         return 0
     print("rejected:")
@@ -129,9 +132,17 @@ def cmd_seed(args: argparse.Namespace) -> int:
     store = Store(args.db)
     ids = seed(store, args.env or available_main_ids(), args.panel)
     for submission_id in ids:
-        row = store.submission(submission_id)
+        row = _stored(store, submission_id)
         print(f"#{submission_id} {row['model']}: {row['status']} {'; '.join(row['problems'])}")
-    return 0 if all(store.submission(i)["status"] == "verified" for i in ids) else 1
+    return 0 if all(_stored(store, i)["status"] == "verified" for i in ids) else 1
+
+
+def _stored(store: Store, submission_id: int) -> dict[str, Any]:
+    """The row of a submission this command stored."""
+    row = store.submission(submission_id)
+    if row is None:
+        raise RuntimeError(f"submission #{submission_id} is not in the board's database")
+    return row
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -81,7 +81,8 @@ FILTERS: dict[str, tuple[tuple[str, str], ...]] = {
 
 
 def size_bucket(model_size: str) -> str:
-    """The filter bucket of a model size such as ``7B``, ``0.5b`` or ``350M`` (``unknown`` when not of that form)."""
+    """The filter bucket of a model size such as ``7B``, ``0.5b`` or ``350M`` (``unknown`` when not of that
+    form)."""
     match = SIZE_PATTERN.match(model_size.strip())
     if match is None:
         return UNKNOWN_SIZE[0]
@@ -102,13 +103,18 @@ def _filter_css() -> str:
 
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; font-size: 14px; max-width: 1400px; }
-table { border-collapse: collapse; } th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; vertical-align: top; }
-th { text-align: left; white-space: nowrap; } td.date { white-space: nowrap; } th[data-column] { cursor: pointer; }
+body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; font-size: 14px;
+  max-width: 1400px; }
+table { border-collapse: collapse; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #ddd; vertical-align: top; }
+th { text-align: left; white-space: nowrap; } td.date { white-space: nowrap; }
+th[data-column] { cursor: pointer; }
 th[data-order="desc"]::after { content: " ▼"; } th[data-order="asc"]::after { content: " ▲"; }
-td.num { text-align: right; white-space: nowrap; } td.best { font-weight: bold; } td.model { max-width: 18em; overflow-wrap: anywhere; }
+td.num { text-align: right; white-space: nowrap; } td.best { font-weight: bold; }
+td.model { max-width: 18em; overflow-wrap: anywhere; }
 table.board { width: 100%; } .ci { color: #777; font-size: 85%; display: block; }
-.tag { color: #555; background: #eee; border-radius: 3px; padding: 0 4px; font-size: 80%; white-space: nowrap; }
+.tag { color: #555; background: #eee; border-radius: 3px; padding: 0 4px; font-size: 80%;
+  white-space: nowrap; }
 .verified { color: #080; } .turn { margin: 0.5em 0; } .filters { line-height: 2; }
 .filters b { display: inline-block; min-width: 3.5em; } .filters label { margin-right: 0.8em; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f6f6; padding: 6px; margin: 2px 0; }
@@ -297,7 +303,8 @@ def board_page(rows: Sequence[dict[str, Any]], link: Link, submit_link: str) -> 
     boards = "".join(tables) if tables else "<p>No verified submissions yet.</p>"
     return _page(
         "agentenvs leaderboard",
-        f'{intro}<div class="filters">{_filters()}<div class="boards">{boards}{_reported_table()}</div></div>',
+        f'{intro}<div class="filters">{_filters()}'
+        f'<div class="boards">{boards}{_reported_table()}</div></div>',
     )
 
 
@@ -328,7 +335,8 @@ def score_chart(families: Mapping[str, Mapping[str, Any]]) -> str:
             f'<rect class="bar" x="{label_width}" y="{top}" width="{x(score["mean"]) - label_width:.1f}" '
             f'height="18" fill="#7fa7d9"/>'
             f'<path class="interval" d="M{x(score["low"]):.1f} {middle}H{x(score["high"]):.1f}'
-            f'M{x(score["low"]):.1f} {middle - 5}V{middle + 5}M{x(score["high"]):.1f} {middle - 5}V{middle + 5}" '
+            f"M{x(score['low']):.1f} {middle - 5}V{middle + 5}"
+            f'M{x(score["high"]):.1f} {middle - 5}V{middle + 5}" '
             f'stroke="#222" stroke-width="1.5" fill="none"/>'
             f'<text x="{label_width + bar_width + 8}" y="{middle + 4}">{score["mean"]:.3f} '
             f"[{score['low']:.3f}, {score['high']:.3f}], {_counted(entry['envs'], 'env', 'envs')}</text>"
@@ -377,8 +385,9 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
                 f'<td class="num">{entry["prompt_tokens"]} / {entry["completion_tokens"]}</td></tr>'
             )
         parts.append(
-            "<h2>Per env</h2><table><thead><tr><th>family</th><th>env</th><th>episodes</th><th>success</th>"
-            "<th>score</th><th>turns</th><th>tokens (prompt / completion, as reported)</th></tr></thead><tbody>"
+            "<h2>Per env</h2><table><thead><tr><th>family</th><th>env</th><th>episodes</th>"
+            "<th>success</th><th>score</th><th>turns</th>"
+            "<th>tokens (prompt / completion, as reported)</th></tr></thead><tbody>"
             + "".join(lines)
             + "</tbody></table>"
         )
@@ -396,8 +405,10 @@ def submission_page(row: dict[str, Any], episodes: Sequence[dict[str, Any]], boa
             else:
                 turns.append(f'<div class="turn"><b>final observation</b>{observation}</div>')
         parts.append(
-            f'<details class="episode"><summary>{escape(episode["env_id"])} · task {escape(episode["task_id"])} · '
-            f"seed {episode['seed']} · {mark} · score {episode['score']:.3f}</summary>{''.join(turns)}</details>"
+            f'<details class="episode"><summary>{escape(episode["env_id"])} · '
+            f"task {escape(episode['task_id'])} · "
+            f"seed {episode['seed']} · {mark} · score {episode['score']:.3f}</summary>"
+            f"{''.join(turns)}</details>"
         )
     return _page(f"{row['model']} · agentenvs leaderboard", "\n".join(parts))
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ReportedResult:
-    """One number a paper reports: ``method`` on ``env`` (a family of the board) with a ``model_size`` policy."""
+    """One number a paper reports: ``method`` on ``env`` (a family of the board) with a ``model_size``
+    policy."""
 
     method: str
     model_size: str

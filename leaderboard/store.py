@@ -101,7 +101,9 @@ class Store:
                     json.dumps(document),
                 ),
             )
-            return int(cursor.lastrowid)
+            if cursor.lastrowid is None:  # sqlite3 sets it on every INSERT
+                raise RuntimeError("the submission's INSERT reported no row id")
+            return cursor.lastrowid
 
     def pending_ids(self) -> list[int]:
         with self._lock:
@@ -145,8 +147,8 @@ class Store:
                         ],
                     )
                 self._db.execute(
-                    "UPDATE submissions SET status = ?, problems = ?, summary = ?, families = ?, document = NULL"
-                    " WHERE id = ?",
+                    "UPDATE submissions SET status = ?, problems = ?, summary = ?, families = ?,"
+                    " document = NULL WHERE id = ?",
                     (
                         "verified" if verdict.verified else "rejected",
                         json.dumps(verdict.problems),
@@ -179,8 +181,8 @@ class Store:
     def episodes(self, submission_id: int) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT position, env_id, task_id, seed, success, score, prompt_tokens, completion_tokens, transcript"
-                " FROM episodes WHERE submission_id = ? ORDER BY position",
+                "SELECT position, env_id, task_id, seed, success, score, prompt_tokens, completion_tokens,"
+                " transcript FROM episodes WHERE submission_id = ? ORDER BY position",
                 (submission_id,),
             ).fetchall()
         return [

@@ -13,7 +13,8 @@ from pathlib import Path
 
 
 def corpus_for(source: str, out_dir: Path):  # type: ignore[no-untyped-def]
-    """A corpus store: ``source`` itself when it is one, else built (once) from the jsonl into ``out/corpus``."""
+    """A corpus store: ``source`` itself when it is one, else built (once) from the jsonl into
+    ``out/corpus``."""
     from retrieval_index.corpus import Corpus, is_store
 
     if is_store(source):
@@ -160,7 +161,10 @@ def main(argv: list[str] | None = None) -> None:
         "--keep-alive",
         type=float,
         default=75,
-        help="seconds an idle client connection stays open; uvicorn's 5 s default races busy clients that reuse it",
+        help=(
+            "seconds an idle client connection stays open; uvicorn's 5 s default races busy clients that "
+            "reuse it"
+        ),
     )
     s.add_argument("--log-level", default="warning")
     from retrieval_index.ray_serve import add_arguments as add_ray_arguments

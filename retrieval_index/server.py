@@ -101,7 +101,8 @@ def parse_request(body: bytes, limits: ServerLimits) -> RetrieveRequest:
         if len(query) > limits.max_query_chars:
             raise BadRequest(
                 413,
-                f"queries[{position}] has {len(query)} characters, over the limit of {limits.max_query_chars}",
+                f"queries[{position}] has {len(query)} characters, over the limit of "
+                f"{limits.max_query_chars}",
             )
     topk = payload.get("topk")
     if topk is None:
@@ -298,7 +299,8 @@ def create_app(retriever: Retriever, *, kind: str, limits: ServerLimits | None =
 
 
 def app_from_environment() -> FastAPI:
-    """App factory for ``uvicorn --factory`` (several workers): the index directory comes from the environment."""
+    """App factory for ``uvicorn --factory`` (several workers): the index directory comes from the
+    environment."""
     from retrieval_index.loading import open_retriever
 
     retriever, kind = open_retriever(os.environ["RETRIEVAL_INDEX_DIR"])

@@ -32,7 +32,8 @@ class Passage:
         return f'"{self.title}"\n{self.text}'
 
     def row(self) -> dict[str, Any]:
-        """The corpus row ``{"id", "contents", ...its other fields}``, as Search-R1's dense server gives it."""
+        """The corpus row ``{"id", "contents", ...its other fields}``, as Search-R1's dense server gives
+        it."""
         row: dict[str, Any] = {"id": self.id, "contents": self.contents}
         if self.extra:
             row.update(json.loads(self.extra))

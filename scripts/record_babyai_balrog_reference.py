@@ -1,4 +1,5 @@
-"""Record BALROG's BabyAI text on random walks: the reference ``tests/envs/babyai/test_babyai_balrog_reference.py`` replays.
+"""Record BALROG's BabyAI text on random walks: the reference
+``tests/envs/babyai/test_babyai_balrog_reference.py`` replays.
 
 BALROG's BabyAI observations are the ``descriptions`` its minigrid fork
 (BartekCupial/Minigrid, ``MiniGridEnv.gen_graph``) writes into ``info``, joined
@@ -109,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "about": (
             "BALROG's BabyAI text (balrog-ai/BALROG @"
-            f"{BALROG_COMMIT[:7]}, BabyAITextCleanLangWrapper, on BartekCupial/Minigrid @{MINIGRID_COMMIT[:7]}) "
+            f"{BALROG_COMMIT[:7]}, BabyAITextCleanLangWrapper, "
+            f"on BartekCupial/Minigrid @{MINIGRID_COMMIT[:7]}) "
             "over random walks of the default mix's levels; regenerate with "
-            "scripts/record_babyai_balrog_reference.py. Each turn: the action sent, the text, reward, terminated."
+            "scripts/record_babyai_balrog_reference.py. "
+            "Each turn: the action sent, the text, reward, terminated."
         ),
         "minigrid_commit": MINIGRID_COMMIT,
         "balrog_commit": BALROG_COMMIT,

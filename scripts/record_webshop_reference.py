@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     record = {
         "about": (
-            f"WebShop's text env (princeton-nlp/WebShop @{WEBSHOP_COMMIT[:7]}) with its Lucene search engine, "
+            f"WebShop's text env (princeton-nlp/WebShop @{WEBSHOP_COMMIT[:7]}) "
+            "with its Lucene search engine, "
             f"on the built-in generator's first {args.products} products; {args.episodes} goals played by "
             "seeded random walks in the text, text_rich and html modes; title nouns by agentenvs' fallback "
             "finder (no en_core_web_sm); regenerate with scripts/record_webshop_reference.py. "

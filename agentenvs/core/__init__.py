@@ -4,12 +4,16 @@ Every family, agent, evaluator and trainer builds on this package: the env
 contract (``env``), the action protocol (``protocol``), keys and derived
 randomness (``keys``), task sources (``tasks``), spaces, chat clients, judges,
 the prompt pieces every harness shares (``prompting``), the registry
-(``registration``) and the readers of outside input (``untrusted``: strict
-JSON, hostile values shown short).
+(``registration``), the readers of outside input (``untrusted``: strict
+JSON, hostile values shown short), the public env checker (``checker``:
+``check_env``, loaded on first use so that importing core stays light) and
+a client of Chromium's DevTools protocol over a pipe (``devtools``).
 
 May import: nothing (third-party libraries only), so that anything may
 import it without a cycle.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from agentenvs.core.agent import Agent
 from agentenvs.core.chat import ChatClient, ChatError, ChatReply
@@ -50,6 +54,21 @@ from agentenvs.core.tasks import (
     split_of_content,
 )
 
+if TYPE_CHECKING:
+    from agentenvs.core.checker import CheckReport, ContractViolation, check_env
+
+# Loaded on first use (module __getattr__): the checker imports gymnasium's env checker and its own rules.
+_CHECKER_NAMES = ("CheckReport", "ContractViolation", "check_env")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CHECKER_NAMES:
+        from agentenvs.core import checker
+
+        return getattr(checker, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "NAMESPACE",
     "SPLITS",
@@ -60,6 +79,8 @@ __all__ = [
     "ChatClient",
     "ChatError",
     "ChatReply",
+    "CheckReport",
+    "ContractViolation",
     "EnvEntry",
     "EnvSnapshot",
     "IdListTaskSource",
@@ -74,6 +95,7 @@ __all__ = [
     "UnicodeText",
     "UnknownTaskError",
     "canonical_bytes",
+    "check_env",
     "coerce_text",
     "derive_rng",
     "derive_seed",

@@ -159,6 +159,14 @@ class EnvSnapshot:
     world: Any
 
 
+def agent_env(env: gym.Env[Any, Any]) -> AgentEnv[Any, Any]:
+    """The :class:`AgentEnv` under ``env``'s wrappers (``env.unwrapped``); a TypeError for another env."""
+    base = env.unwrapped
+    if not isinstance(base, AgentEnv):
+        raise TypeError(f"{type(base).__name__} is not an agentenvs env (a subclass of AgentEnv)")
+    return base
+
+
 def resolve_weights(defaults: Mapping[str, float], overrides: Mapping[str, float] | None) -> dict[str, float]:
     """Family defaults updated by user overrides; unknown names are an error."""
     weights = dict(defaults)
@@ -189,7 +197,8 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
     # the eval harness asks for at most ``reply_max_tokens`` and stops generation at ``reply_stop``
     reply_max_tokens: ClassVar[int]
     reply_stop: ClassVar[tuple[str, ...]] = ()
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    # not a ClassVar: gymnasium's Env declares ``metadata`` as an attribute its instances may set
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
 
     def __init__(
         self,
@@ -325,7 +334,8 @@ class AgentEnv(gym.Env[Any, str], ABC, Generic[Task, Primitive]):
         return 1.0 if parsed.well_formed else 0.0
 
     def _observation_key(self, text: str) -> str:
-        """``obs_key`` of ``text`` (families that build an observation from cached parts may know it already)."""
+        """``obs_key`` of ``text`` (families that build an observation from cached parts may know it
+        already)."""
         return text_key(text)
 
     def _invalid_turn_components(self, parsed: ParsedResponse) -> Mapping[str, float]:

@@ -27,6 +27,7 @@ numpy array           ``a<dtype>;<shape>;<len>:<C-order bytes>``
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,9 +98,12 @@ def _encode_constant(value: None | bool, out: list[bytes]) -> None:
     out.append(b"N" if value is None else b"T" if value else b"F")
 
 
+# An encoder takes a value of the type it is listed under (the tables dispatch on the value's type).
+_Encoder = Callable[[Any, list[bytes]], None]
+
 # Exact-type dispatch keeps the hot path (state keys every step) to one dict lookup;
 # subclasses and numpy scalars take the isinstance route below.
-_ENCODERS = {
+_ENCODERS: dict[type, _Encoder] = {
     str: _encode_str,
     int: _encode_int,
     float: _encode_float,
@@ -113,7 +117,7 @@ _ENCODERS = {
     type(None): _encode_constant,
     np.ndarray: _encode_array,
 }
-_FALLBACKS = (
+_FALLBACKS: tuple[tuple[type | tuple[type, ...], _Encoder], ...] = (
     (bool, _encode_constant),
     (int, _encode_int),
     (float, _encode_float),

@@ -106,7 +106,8 @@ def find_tag(text: str, tag: str, start: int = 0) -> int:
 
 
 def find_block(text: str, tag: str, start: int = 0) -> tuple[int, int, int] | None:
-    """Locate ``<tag>...</tag>`` (tag names in any case) from ``start``: (open index, content start, close end)."""
+    """Locate ``<tag>...</tag>`` (tag names in any case) from ``start``: (open index, content start, close
+    end)."""
     begin = find_tag(text, tag, start)
     if begin < 0:
         return None

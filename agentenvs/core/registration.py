@@ -1,4 +1,4 @@
-"""The registry: one :class:`EnvEntry` per ``agentenvs/<Name>-v0`` id, and every query about them.
+"""The registry: one :class:`EnvEntry` per ``agentenvs/<Name>-v<version>`` id, and every query about them.
 
 ``import agentenvs`` runs :func:`register_all`: each family package
 (``agentenvs/envs/<family>/__init__.py``) lists its envs in a module-level ``ENVS``
@@ -11,6 +11,12 @@ Queries: :func:`entries`, :func:`entry_of`, :func:`resolve_id`, :func:`family_of
 :func:`main_ids`, :func:`matching_ids`, :func:`unavailable_reason`,
 :func:`available_main_ids`; :func:`make_expert` and :func:`make_random_policy`
 build an env's policies from its entry, found through the env's spec.
+
+Versions (Gymnasium's rule): a change to what an id's rewards, observations or
+tasks are bumps the entry's ``version`` (``Sokoban-v0`` -> ``Sokoban-v1``); the
+old entry stays registered beside the new one while its code can still build
+it (a kwarg that restores the old behaviour), so recorded runs keep replaying.
+The env module's docstring keeps a version history naming every version.
 
 The rule every family package follows: its ``ENVS`` entries name its code by
 import strings only; it imports ``agentenvs.core`` and itself (Search and
@@ -48,7 +54,7 @@ FAMILIES_PACKAGE = __name__.rsplit(".", 2)[0] + ".envs"
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """One registered env id: ``agentenvs/{name}-v0``.
+    """One registered env id: ``agentenvs/{name}-v{version}``.
 
     ``family`` is the display name of the family the id belongs to (the eight
     Search ids are one family, ``"Search"``). ``expert`` and ``random_policy``
@@ -58,7 +64,10 @@ class EnvEntry:
     :mod:`agentenvs.agents.scripted` (named, not imported: core imports
     nothing above it). ``variant_of`` names the main env a
     variant id specialises (one BabyAI level of the ``BabyAI`` mix);
-    ``agentenvs run all`` covers main ids only.
+    ``agentenvs run all`` covers main ids only. ``version`` is the id's
+    version (bumped when its rewards, observations or tasks change); an older
+    version of the same name may stay registered beside it, and is then
+    neither a main id nor a variant (:func:`main_ids` takes the newest).
     """
 
     name: str
@@ -70,10 +79,11 @@ class EnvEntry:
     kwargs: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     extra: str | None = None
     variant_of: str | None = None
+    version: int = 0
 
     @property
     def env_id(self) -> str:
-        return f"{NAMESPACE}/{self.name}-v0"
+        return f"{NAMESPACE}/{self.name}-v{self.version}"
 
 
 class UnknownEnvError(ValueError):
@@ -154,9 +164,19 @@ def family_of(env_id: str) -> str:
     return entry.family if entry is not None else env_id.split("/")[-1].split("-")[0]
 
 
+def newest_version(name: str) -> int | None:
+    """The highest registered version of the env name ``name`` (``Sokoban``), or None."""
+    versions = [entry.version for entry in ENTRIES.values() if entry.name == name]
+    return max(versions) if versions else None
+
+
 def main_ids() -> list[str]:
-    """Every registered id that is not a variant of another (``run all``)."""
-    return [entry.env_id for entry in ENTRIES.values() if entry.variant_of is None]
+    """Every registered id that is not a variant of another, in its newest version (``run all``)."""
+    return [
+        entry.env_id
+        for entry in ENTRIES.values()
+        if entry.variant_of is None and entry.version == newest_version(entry.name)
+    ]
 
 
 def matching_ids(pattern: str) -> list[str]:

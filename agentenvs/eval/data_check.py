@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentenvs.agents.scripted import AgentUnavailable, make_agent
-from agentenvs.core.env import EmptySplitError
+from agentenvs.core.env import EmptySplitError, agent_env
 
 CHECKED_AGENTS = ("expert", "random")
 # the split the env is opened on: the first of these that holds a task
@@ -77,6 +77,8 @@ def takes_data_dir(env_id: str) -> bool:
     if isinstance(entry_point, str):
         module, _, name = entry_point.partition(":")
         entry_point = getattr(importlib.import_module(module), name)
+    if entry_point is None:  # a spec that gym.make cannot make either
+        raise TypeError(f"{env_id} is registered without an entry point")
     return "data_dir" in inspect.signature(entry_point).parameters
 
 
@@ -112,7 +114,7 @@ def check_data(
     report = DataReport(env_id, data_dir)
     env = open_on(env_id, data_dir, env_kwargs or {})
     try:
-        base = env.unwrapped
+        base = agent_env(env)
         source = base.task_source
         report.skipped = dict(source.skipped)
         readable: list[str] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 
@@ -74,12 +74,12 @@ class EpisodeRecord:
     def overflowed(self) -> bool:
         return self.end_reason == CONTEXT_OVERFLOW
 
-    def add_step(self, response: str, reward: float, info: Mapping[str, Any]) -> None:
+    def add_step(self, response: str, reward: SupportsFloat, info: Mapping[str, Any]) -> None:
         """Append one turn: its response, reward, keys and reward components."""
         self.responses.append(response)
         self.rewards.append(float(reward))
-        self.obs_keys.append(info.get("obs_key"))
-        self.state_keys.append(info.get("state_key"))
+        self.obs_keys.append(info["obs_key"])
+        self.state_keys.append(info["state_key"])
         for name, value in info.get("reward_components", {}).items():
             self.component_sums[name] = self.component_sums.get(name, 0.0) + float(value)
 
@@ -105,7 +105,8 @@ class EpisodeRecord:
 
     @classmethod
     def from_validated(cls, data: Mapping[str, Any]) -> EpisodeRecord:
-        """A record from a JSON form already validated (a whole bundle or submission validates its episodes)."""
+        """A record from a JSON form already validated (a whole bundle or submission validates its
+        episodes)."""
         values = {name: _copied(data[name]) for name in _JSON_FIELDS if name in data}
         return cls(**values, claimed_turns=data["turns"], claimed_return=data["return"])
 
@@ -141,8 +142,8 @@ def play_episode(
         seed=seed,
         task_id=info.get("task_id"),
         agent=agent_name,
-        obs_keys=[info.get("obs_key")],
-        state_keys=[info.get("state_key")],
+        obs_keys=[info["obs_key"]],
+        state_keys=[info["state_key"]],
     )
     terminated = truncated = False
     while not (terminated or truncated):

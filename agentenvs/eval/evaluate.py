@@ -39,13 +39,13 @@ the client is synchronous and thread-safe and the time goes into waiting for
 the endpoint; env steps are short and each episode holds its own env (one
 pool of env copies per env id, one copy per worker at most).
 
-Resume: each finished episode is appended to ``episodes.jsonl`` and flushed;
-a rerun with the same model, panel and settings skips the episodes already
+Resume: each finished episode is appended to ``episodes.jsonl`` and flushed; a
+rerun with the same model, panel and settings skips the episodes already
 there, once they replay (:mod:`agentenvs.eval.replay`; one that does not is
-named and the rerun refused, as the board would refuse the bundle). An episode whose model calls fail after the client's retries is
-*crashed*: it is not written (a rerun plays it again), it is counted and
-reported with its error, and the summary is only written once every panel
-episode has finished.
+named and the rerun refused, as the board would refuse the bundle). An episode
+whose model calls fail after the client's retries is *crashed*: it is not
+written (a rerun plays it again), it is counted and reported with its error,
+and the summary is only written once every panel episode has finished.
 """
 
 from __future__ import annotations
@@ -59,11 +59,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 
 from agentenvs.core.chat import ChatError, ContextLengthError
+from agentenvs.core.env import agent_env
 from agentenvs.core.prompting import Turn, chat_messages, observation_text
 from agentenvs.eval.bundle import (
     EPISODES_FILE,
@@ -73,13 +74,13 @@ from agentenvs.eval.bundle import (
     read_episode_lines,
     read_json,
     submission_metadata,
-    summarize,
     validate,
     write_json,
 )
 from agentenvs.eval.episodes import CONTEXT_OVERFLOW, EpisodeRecord
 from agentenvs.eval.panel import EnvPanel, PanelEpisode, PanelSpec, env_panel, make_panel_env
 from agentenvs.eval.replay import Replayed, replay_records
+from agentenvs.eval.statistics import summarize
 
 # where a backend cannot count tokens: UTF-8 bytes of the contents plus this much per message for the
 # chat template (a byte-level BPE token covers at least one byte, so bytes rarely undercount)
@@ -88,6 +89,13 @@ TEMPLATE_TOKENS_PER_MESSAGE = 16
 
 class ChatBackend(Protocol):
     def complete(self, messages: list[dict[str, str]], **request: Any) -> Any: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """A backend that counts a prompt's tokens (None: its server stopped answering counts)."""
+
+    def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -138,11 +146,14 @@ class EvalReport:
 
 
 def recorded_settings(
-    settings: GenerationSettings, env_ids: Sequence[str], backend: ChatBackend
+    settings: GenerationSettings, env_ids: Sequence[str], backend: ChatBackend | None
 ) -> dict[str, Any]:
-    """The ``settings`` of the bundle's metadata: what every request and prompt of this run used."""
+    """The ``settings`` of the bundle's metadata: what every request and prompt of this run used.
+
+    ``backend`` None: no model (scripted agents), so no context length and no token counts.
+    """
     context_length = settings.max_model_len
-    if context_length is None and hasattr(backend, "context_length"):
+    if context_length is None and backend is not None and hasattr(backend, "context_length"):
         context_length = backend.context_length()
     envs = {}
     for env_id in env_ids:
@@ -204,6 +215,8 @@ class PromptFitter:
 
     def count(self, messages: list[dict[str, str]]) -> int:
         if self.by_server:
+            if not isinstance(self.backend, TokenCounter):
+                raise TypeError('token_count "server" needs a backend with count_prompt_tokens(messages)')
             counted = self.backend.count_prompt_tokens(messages)
             if counted is None:
                 raise ChatError("the server stopped answering token counts (/tokenize)")  # a crash: rerun
@@ -284,7 +297,7 @@ def play_model_episode(
         request["stop"] = list(stop)
     if settings["seed"] is not None:
         request["seed"] = settings["seed"]
-    instructions = env.unwrapped.instructions
+    instructions = agent_env(env).instructions
     clock = time.perf_counter
     started = clock()
     observation, info = env.reset(seed=episode.seed, options={"task_id": episode.task_id})
@@ -474,11 +487,11 @@ def run_eval(
             futures = {workers.submit(play, panel, episode): episode for panel, episode in pending}
             for future in as_completed(futures):
                 episode = futures[future]
+                record: EpisodeRecord | None = None  # None: the episode crashed
                 try:
                     record = future.result()
                 except Exception as exc:  # a crashed episode is reported and re-run on resume
                     report.crashed.append((episode, f"{type(exc).__name__}: {exc}"))
-                    record = None
                 else:
                     line = record.to_json()
                     sink.write(json.dumps(line) + "\n")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 
 import agentenvs
+from agentenvs.core.env import agent_env
 from agentenvs.core.keys import stable_digest
 
 
@@ -75,7 +76,7 @@ def env_panel(env_id: str, spec: PanelSpec) -> EnvPanel:
     """``env_id``'s share of panel ``spec`` (resets every episode once, for the digest; cached)."""
     env = make_panel_env(env_id, spec.split)
     try:
-        source = env.unwrapped.task_source
+        source = agent_env(env).task_source
         size = source.size(spec.split)
         episodes = []
         fingerprint = []

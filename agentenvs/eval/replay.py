@@ -7,7 +7,7 @@ leaderboard (every submitted episode), so all three apply the same checks.
 Each record is reset from its seed and task id and stepped with its recorded
 responses. The record must match the replay in:
 
-* each turn's reward (:func:`~agentenvs.eval.bundle.same_number`), obs key and
+* each turn's reward (:func:`~agentenvs.eval.statistics.same_number`), obs key and
   state key (exactly; the reset's keys first);
 * the turn count: the env ends the episode at the record's last turn, not
   before, not after; a record ended by ``context_overflow`` (the model's
@@ -37,8 +37,8 @@ from typing import Any
 
 from agentenvs.core.prompting import observation_text
 from agentenvs.core.untrusted import one_line
-from agentenvs.eval.bundle import same_number
 from agentenvs.eval.episodes import EpisodeRecord
+from agentenvs.eval.statistics import same_number
 from agentenvs.vector.backends import BACKENDS, make_backend
 from agentenvs.vector.slices import Crash, MakeRegistered, ResetRequest
 
@@ -177,7 +177,7 @@ def _replay_chunk(
     running = {
         slot for slot, episode in episodes.items() if episode.error is None and episode.record.responses
     }
-    for slot, episode in episodes.items():
+    for episode in episodes.values():
         if episode.error is None and not episode.record.responses and not episode.record.overflowed:
             episode.error = "the record has no turns"
     turn = 0
@@ -241,7 +241,8 @@ def _differences(episode: _Episode) -> list[str]:
         )
         if turn is not None:
             problems.append(
-                f"{name} differ from turn {turn}: replayed {_entry(replayed, turn)}, recorded {_entry(recorded, turn)}"
+                f"{name} differ from turn {turn}: replayed {_entry(replayed, turn)}, recorded "
+                f"{_entry(recorded, turn)}"
             )
     if record.claimed_turns is not None and record.claimed_turns != record.turns:
         problems.append(f"turns {record.claimed_turns}, but {record.turns} responses")

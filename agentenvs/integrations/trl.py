@@ -87,7 +87,8 @@ REWARD_TOLERANCE = 1e-6
 
 @dataclass(frozen=True)
 class Episode:
-    """One episode a rollout played: what ``gym.make(env_id, **env_kwargs)`` replays from ``reset(seed=seed)``.
+    """One episode a rollout played: what ``gym.make(env_id, **env_kwargs)`` replays from
+    ``reset(seed=seed)``.
 
     ``components[t]`` holds turn ``t``'s unweighted ``info["reward_components"]``;
     ``state_keys[0]`` is the key after reset, ``state_keys[t + 1]`` after turn ``t``.
@@ -189,8 +190,8 @@ class GRPOEnvironment:
             known = self._seed_of.setdefault(key, (seed, str(info["task_id"])))
             if known[1] != str(info["task_id"]):
                 raise ValueError(
-                    f"seeds {known[0]} and {seed} start tasks {known[1]!r} and {info['task_id']!r} with the same "
-                    "prompt; the trainer could not tell them apart: leave one out"
+                    f"seeds {known[0]} and {seed} start tasks {known[1]!r} and {info['task_id']!r} "
+                    "with the same prompt; the trainer could not tell them apart: leave one out"
                 )
             self.prompts.append(messages)
         if not self.prompts:

@@ -189,5 +189,6 @@ def _message_text(message: Any) -> str:
 
 
 def load_environment(env_id: str, seeds: Iterable[int] = range(32), **env_kwargs: Any) -> vf.MultiTurnEnv:
-    """verifiers' entry point: ``env_id`` as a ``MultiTurnEnv``, one row per seed; ``env_kwargs`` go to ``gym.make``."""
+    """verifiers' entry point: ``env_id`` as a ``MultiTurnEnv``, one row per seed; ``env_kwargs`` go to
+    ``gym.make``."""
     return AgentEnvsMultiTurnEnv(env_id, seeds, env_kwargs)

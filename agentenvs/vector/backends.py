@@ -16,7 +16,7 @@ import itertools
 import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentenvs.vector.slices import (
     Crash,
@@ -24,11 +24,15 @@ from agentenvs.vector.slices import (
     EnvSlice,
     EpisodeHistory,
     MakeRegistered,
+    MakeWithKwargs,
     ResetRequest,
     RestoreRequest,
     StepResult,
 )
 from agentenvs.vector.workers import ProcessWorker, RayWorker, Worker, WorkerDied
+
+if TYPE_CHECKING:
+    from agentenvs.vector.workers import ProcessContext
 
 BACKENDS = ("inprocess", "subprocess", "ray")
 
@@ -220,14 +224,27 @@ def _modules_of(factory: EnvFactory) -> list[str]:
 
         entry_point = gym.spec(factory.env_id).entry_point
         module = entry_point.split(":")[0] if isinstance(entry_point, str) else entry_point.__module__
-    else:
+    elif isinstance(factory, MakeWithKwargs):
         module = getattr(factory.constructor, "__module__", None) or "agentenvs"
+    else:  # a factory of the caller's own
+        module = getattr(factory, "__module__", None) or "agentenvs"
     return ["agentenvs", module]
 
 
 def default_start_method() -> str:
     """forkserver where the platform has it (cheap starts, no inherited threads), else spawn."""
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def start_context(method: str) -> ProcessContext:
+    """``multiprocessing.get_context(method)``, typed as the context of one start method."""
+    if method == "fork":
+        return multiprocessing.get_context("fork")
+    if method == "forkserver":
+        return multiprocessing.get_context("forkserver")
+    if method == "spawn":
+        return multiprocessing.get_context("spawn")
+    raise ValueError(f"cannot find context for {method!r}")  # what multiprocessing.get_context raises
 
 
 def make_backend(
@@ -248,7 +265,7 @@ def make_backend(
         return _ray_backend(factory, num_envs, num_workers)
     slices = _slices(num_envs, min(num_workers or os.cpu_count() or 1, num_envs))
     method = start_method or default_start_method()
-    context = multiprocessing.get_context(method)
+    context = start_context(method)
     if method == "forkserver":
         # Workers fork from a server that has imported the env's code once, so a
         # restart after a crash costs milliseconds; preloading also hands the

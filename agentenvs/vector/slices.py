@@ -10,12 +10,20 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, SupportsFloat, runtime_checkable
 
 import gymnasium as gym
 
 EnvFactory = Callable[[], gym.Env]
-StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
+# what Env.step returns (gymnasium types its reward SupportsFloat)
+StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
+
+
+@runtime_checkable
+class Snapshotting(Protocol):
+    """An env that takes snapshots of its state, as :meth:`agentenvs.core.env.AgentEnv.snapshot` does."""
+
+    def snapshot(self) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ class EnvSlice:
 
     def snapshot(self, indices: Mapping[int, Any]) -> dict[int, Any]:
         """The snapshot of each named env (``env.unwrapped.snapshot()``)."""
-        return {index: self.envs[index].unwrapped.snapshot() for index in indices}
+        return {index: _snapshot(self.envs[index]) for index in indices}
 
     def replay(self, histories: Mapping[int, EpisodeHistory]) -> dict[int, str | None | Crash]:
         """Rebuild each env from its history; the state key it ends in, for checking."""
@@ -140,3 +148,10 @@ class EnvSlice:
     def close(self) -> None:
         for env in self.envs.values():
             env.close()
+
+
+def _snapshot(env: gym.Env) -> Any:
+    base = env.unwrapped
+    if not isinstance(base, Snapshotting):
+        raise TypeError(f"{type(base).__name__} takes no snapshots (it has no snapshot() method)")
+    return base.snapshot()

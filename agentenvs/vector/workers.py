@@ -9,16 +9,23 @@ holding freshly made envs.
 
 from __future__ import annotations
 
-import multiprocessing
 import pickle
 import signal
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentenvs.vector.slices import EnvFactory, EnvSlice
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+    from multiprocessing.process import BaseProcess
+
+    # The context of one start method (multiprocessing.get_context("fork"), ("forkserver") or ("spawn")):
+    # each has a Process class, which the BaseContext that get_context(str) is typed to answer lacks.
+    ProcessContext = ForkContext | ForkServerContext | SpawnContext
 
 
 class WorkerDied(Exception):
@@ -111,14 +118,19 @@ def _serve(conn: Connection, factory: EnvFactory, indices: list[int]) -> None:
 class ProcessWorker(Worker):
     """A subprocess (spawn or forkserver context) talking over a pipe."""
 
-    def __init__(
-        self, factory: EnvFactory, indices: Sequence[int], context: multiprocessing.context.BaseContext
-    ) -> None:
+    def __init__(self, factory: EnvFactory, indices: Sequence[int], context: ProcessContext) -> None:
         super().__init__(factory, indices)
         self.context = context
-        self.process: multiprocessing.process.BaseProcess | None = None
+        # Both set by launch(); stop() sets the process back to None.
+        self.process: BaseProcess | None = None
         self.conn: Connection | None = None
         self._send_failed = False
+
+    def _running(self) -> tuple[BaseProcess, Connection]:
+        """The launched process and its end of the pipe."""
+        if self.process is None or self.conn is None:
+            raise RuntimeError("this env worker is not running: launch() it first (stop() ends it)")
+        return self.process, self.conn
 
     def launch(self) -> None:
         parent_end, child_end = self.context.Pipe()
@@ -137,21 +149,23 @@ class ProcessWorker(Worker):
         self.result()
 
     def submit(self, method: str, payload: Any) -> None:
+        _, conn = self._running()
         try:
-            self.conn.send((method, payload))
+            conn.send((method, payload))
             self._send_failed = False
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
             self._send_failed = True
 
     def result(self) -> Any:
+        process, conn = self._running()
         if self._send_failed:
-            raise WorkerDied(f"env worker pid {self.process.pid} is gone")
+            raise WorkerDied(f"env worker pid {process.pid} is gone")
         try:
-            status, value = self.conn.recv()
+            status, value = conn.recv()
         except (EOFError, ConnectionResetError, OSError):
-            self.process.join(timeout=5)
+            process.join(timeout=5)
             raise WorkerDied(
-                f"env worker pid {self.process.pid} died (exit code {self.process.exitcode})",
+                f"env worker pid {process.pid} died (exit code {process.exitcode})",
                 self._start_cause(),
             ) from None
         if status == "error":
@@ -159,7 +173,10 @@ class ProcessWorker(Worker):
         return value
 
     def pid(self) -> int:
-        return self.process.pid
+        process, _ = self._running()
+        if process.pid is None:  # only before start(), which launch() calls
+            raise RuntimeError("this env worker's process has not started")
+        return process.pid
 
     def _start_cause(self) -> str:
         """What kills a worker before it runs agentenvs' code (its own traceback is on stderr)."""
@@ -175,16 +192,17 @@ class ProcessWorker(Worker):
     def stop(self) -> None:
         if self.process is None:
             return
-        if self.process.is_alive():
+        process, conn = self._running()
+        if process.is_alive():
             try:
-                self.conn.send(("stop", None))
+                conn.send(("stop", None))
             except (BrokenPipeError, ConnectionResetError, OSError):
                 pass
-            self.process.join(timeout=5)
-            if self.process.is_alive():
-                self.process.kill()
-        self.process.join()
-        self.conn.close()
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+        process.join()
+        conn.close()
         self.process = None
 
 

@@ -328,7 +328,8 @@ def readme_sentence(results: dict[str, Any]) -> str:
     def spread(block: dict[str, Any]) -> str:
         return (
             f"{block['mean_final_success']:.3f} ± {block['std_final_success']:.3f} "
-            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f}, {seed_count(len(block['seeds']))})"
+            f"(range {block['min_final_success']:.3f}–{block['max_final_success']:.3f}, "
+            f"{seed_count(len(block['seeds']))})"
         )
 
     def episodes(block: dict[str, Any]) -> str:
@@ -456,13 +457,16 @@ def print_table(summary: dict[str, Any], cost: dict[str, Any], threshold: float,
                 for key in ("wall_s", "cpu_s", "all_env_steps", "branch_rollouts")
             }
             print(
-                f"{estimator:10s} {seed:>4d} {stats['final_success']:7.3f} {stats['best_smoothed_success']:7.3f} "
-                f"{reached if reached is not None else 'not reached':>22} {spent['wall_s']:>8s} {spent['cpu_s']:>8s} "
+                f"{estimator:10s} {seed:>4d} {stats['final_success']:7.3f} "
+                f"{stats['best_smoothed_success']:7.3f} "
+                f"{reached if reached is not None else 'not reached':>22} "
+                f"{spent['wall_s']:>8s} {spent['cpu_s']:>8s} "
                 f"{spent['all_env_steps']:>10s} {spent['branch_rollouts']:>9s}"
             )
         print(
             f"{estimator:10s} {'mean':>4s} {block['mean_final_success']:7.3f} {'':7s} "
-            f"{block['runs_reaching_threshold']}/{len(block['seeds'])} runs, mean {block['mean_episodes_to_threshold_of_those']}"
+            f"{block['runs_reaching_threshold']}/{len(block['seeds'])} runs, "
+            f"mean {block['mean_episodes_to_threshold_of_those']}"
         )
 
 
@@ -577,9 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(summary, cost, args.threshold, args.window)
     figure = plot(runs, results_dir, args.window)
     print(f"results: {results_path}" + (f", curves: {figure}" if figure else ""))
-    print(
-        f"docs/reference/baselines.md: {readme_sentence(json.loads(results_path.read_text(encoding='utf-8')))}"
-    )
+    sentence = readme_sentence(json.loads(results_path.read_text(encoding="utf-8")))
+    print(f"docs/reference/baselines.md: {sentence}")
     return 0
 
 

@@ -1,4 +1,7 @@
-"""The trainers' command line: ``python -m baselines.trainers --config FILE [--set S.KEY=VALUE] [--resume]``.
+"""The trainers' command line: ``python -m baselines.trainers --config CONFIG [--set S.KEY=V] [--resume]``.
+
+``--config`` takes a path to a YAML file or the name of a config shipped in the package
+(``--config mini_sokoban`` reads ``baselines/configs/mini_sokoban.yaml`` from any folder).
 
 ``--print-config`` prints the resolved config as one JSON line (every section, defaults filled
 in) and the algorithm it names, then exits without building anything.
@@ -12,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.trainers.config import ConfigError, load_config
+from baselines.trainers.config import ConfigError, load_config, packaged_configs
 
 
 def progress_line(record: dict[str, Any]) -> str:
@@ -27,7 +30,11 @@ def progress_line(record: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m baselines.trainers", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="YAML file under baselines/configs/")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help=f"a YAML file, or a packaged config's name: {', '.join(packaged_configs())}",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override a config key"
     )

@@ -1,6 +1,6 @@
 """A training run's configuration, in sections: env, policy, sampler, optim, algorithm, run.
 
-A YAML file (``baselines/configs/*.yaml``) holds one mapping per section::
+A YAML file holds one mapping per section::
 
     env: {id: agentenvs/ALFWorld-v0, kwargs: {max_turns: 50}, num_groups: 16, group_size: 8}
     policy: {model: /models/Qwen2.5-1.5B-Instruct, device: cuda, dtype: bfloat16}
@@ -20,12 +20,17 @@ new place.
 
 Every field has a default (GiGPO's, Feng et al. 2025, where the paper gives
 one) except ``env.id``: the env comes from the config file.
+
+A config is a path to a YAML file or the name of one shipped in the wheel
+(``baselines/configs/<name>.yaml``: ``mini_sokoban``, ``gigpo_alfworld``...;
+:func:`packaged_configs` lists them); a file that exists wins over a name.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.resources
 import math
 import pkgutil
 import typing
@@ -232,9 +237,37 @@ def read_yaml(text: str, where: str) -> Any:
         raise ConfigError(f"{where}: nested too deeply to read") from error
 
 
+def packaged_configs() -> list[str]:
+    """The names of the configs shipped in the package (``baselines/configs/<name>.yaml``)."""
+    folder = importlib.resources.files("baselines") / "configs"
+    if not folder.is_dir():
+        return []
+    return sorted(item.name.removesuffix(".yaml") for item in folder.iterdir() if item.name.endswith(".yaml"))
+
+
+def config_source(config: str | Path) -> Any:
+    """The YAML file ``config`` names: that file where it exists, else the packaged config of that name.
+
+    A name is a bare file stem, ``.yaml`` optional (``mini_sokoban``); a path with a folder that does
+    not exist never falls back on a packaged config. Neither: a ConfigError listing the packaged names.
+    """
+    path = Path(config)
+    if path.is_file():
+        return path
+    name = str(config)
+    stem = name.removesuffix(".yaml")
+    names = packaged_configs()
+    if path.name == name and stem in names:
+        return importlib.resources.files("baselines") / "configs" / f"{stem}.yaml"
+    raise ConfigError(
+        "not a file, and no packaged config has that name; "
+        f"packaged configs: {', '.join(names) or 'none'} (--config takes a path or one of these names)"
+    )
+
+
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """A config from a YAML file, then ``section.key=value`` overrides."""
-    values = read_yaml(Path(path).read_text(encoding="utf-8"), str(path)) if path else {}
+    """A config from a YAML file or a packaged config's name (:func:`config_source`), then overrides."""
+    values = read_yaml(config_source(path).read_text(encoding="utf-8"), str(path)) if path else {}
     if values is None:
         values = {}
     if not isinstance(values, Mapping):

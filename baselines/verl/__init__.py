@@ -1,4 +1,5 @@
-"""verl integration: agentenvs estimators as verl advantage estimators, agentenvs episodes as a verl agent loop.
+"""verl integration: agentenvs estimators as verl advantage estimators,
+agentenvs episodes as a verl agent loop.
 
 Multi-GPU and multi-node training runs on verl (Ray placement, FSDP/Megatron
 actors, vLLM/SGLang rollout servers); ``baselines.trainers`` stays the

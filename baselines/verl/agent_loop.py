@@ -127,7 +127,8 @@ async def play_episode(
 def task_rows(
     env_id: str, split: str, count: int, *, env_kwargs: dict[str, Any] | None = None, history_window: int = 2
 ) -> list[dict[str, Any]]:
-    """verl dataset rows for the first ``count`` tasks of ``split`` (write them with pandas ``to_parquet``)."""
+    """verl dataset rows for the first ``count`` tasks of ``split`` (write them with pandas
+    ``to_parquet``)."""
     env = gym.make(env_id, split=split, **(env_kwargs or {}))
     rows = []
     for index in range(count):

@@ -160,8 +160,9 @@ def make_estimators(**settings: Any) -> dict[str, Any]:
         key_field = f"agentenvs_{merged['anchor']}_keys"
         if non_tensor_batch is None or key_field not in non_tensor_batch:
             raise ValueError(
-                f"GiGPO needs per-turn anchor keys in non_tensor_batch[{key_field!r}]: use the agentenvs agent loop "
-                "and baselines.verl.install() so verl passes non_tensor_batch to agentenvs estimators"
+                f"GiGPO needs per-turn anchor keys in non_tensor_batch[{key_field!r}]: "
+                "use the agentenvs agent loop and baselines.verl.install() so verl passes non_tensor_batch "
+                "to agentenvs estimators"
             )
         spans, turn_rewards = _prepare(token_level_rewards, response_mask, non_tensor_batch)
         keys = [list(k) for k in non_tensor_batch[key_field]]

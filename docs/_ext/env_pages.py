@@ -455,7 +455,7 @@ def family_page(family: str, members: Sequence[EnvEntry], page_dir: Path) -> tup
             env.close()
     sections += ["## Example", example_section(mains[0].env_id), "## Pictures"]
     pictures: dict[str, bytes] = {}
-    for index, (entry_point, group) in enumerate(entries_by_class(members).items()):
+    for index, group in enumerate(entries_by_class(members).values()):
         picture = picture_of(group[0].env_id)
         if picture.png is not None:
             name = f"{slug}-{index}.png"

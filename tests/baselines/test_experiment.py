@@ -1,4 +1,5 @@
-"""The baselines page's CPU experiment numbers against the committed results file, and the file against a re-run."""
+"""The baselines page's CPU experiment numbers against the committed results file, and the file against a
+re-run."""
 
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def test_the_results_file_counts_what_each_estimator_paid_for():
 
 
 def test_runs_carried_over_from_an_earlier_file_must_agree_with_the_runs_retrained(tmp_path):
-    """A run found complete under --out is checked against the earlier file's curve; the others are carried."""
+    """A run found complete under --out is checked against the earlier file's curve; the others are
+    carried."""
     committed = load_results()
     earlier = {
         "numerics": committed["numerics"],

@@ -333,7 +333,8 @@ def test_estimator_options_reference_overrides_settings_but_keeps_normalize():
         reference_preset("gigpo", "verl")
 
 
-# ---------------------------------------------------------------- the trainers' settings (what reproduce.sh passes)
+# ---------------------------------------------------------------- the trainers' settings
+# (what reproduce.sh passes)
 
 
 def _trajectories():

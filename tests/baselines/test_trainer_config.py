@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from baselines.trainers.config import ConfigError, TrainConfig, algorithm_names, load_config
+from baselines.trainers.config import ConfigError, TrainConfig, algorithm_names, load_config, packaged_configs
 
 ROOT = Path(__file__).parents[2]
 CONFIGS = sorted((ROOT / "baselines/configs").glob("*.yaml"))
@@ -128,3 +129,30 @@ def test_the_command_line_exits_2_naming_the_new_key():
         [*command, "--set", "omega=0.8"], check=False, capture_output=True, text=True, cwd=ROOT, timeout=120
     )
     assert bad.returncode == 2 and "'omega' is now algorithm.omega" in bad.stderr
+
+
+def test_a_config_is_a_file_or_the_name_of_a_packaged_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    assert packaged_configs() == [path.stem for path in CONFIGS]
+    by_path = load_config(ROOT / "baselines/configs/mini_sokoban.yaml")
+    monkeypatch.chdir(tmp_path)  # a folder with no checkout in it
+    assert load_config("mini_sokoban") == by_path == load_config("mini_sokoban.yaml")
+    assert load_config("mini_sokoban", ["run.iterations=1"]).run.iterations == 1
+    (tmp_path / "mini_sokoban").write_text("env: {id: agentenvs/BabyAI-v0}\n")
+    assert load_config("mini_sokoban").env.id == "agentenvs/BabyAI-v0"  # a file that exists wins
+    for bad in ("no_such_config", "configs/mini_sokoban", "../configs/mini_sokoban.yaml", "gone.yaml", "."):
+        with pytest.raises(ConfigError, match=r"packaged configs: gigpo_alfworld, .*mini_sokoban"):
+            load_config(bad)
+
+
+def test_the_command_line_runs_a_packaged_config_by_name_from_any_folder(tmp_path: Path):
+    command = [sys.executable, "-m", "baselines.trainers", "--print-config", "--config"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [*command, "mini_sokoban"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == load_config(ROOT / "baselines/configs/mini_sokoban.yaml").to_dict()
+    bad = subprocess.run(
+        [*command, "mini-sokoban"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert bad.returncode == 2 and "mini-sokoban: not a file" in bad.stderr and "mini_sokoban" in bad.stderr

@@ -1,4 +1,5 @@
-"""verl integration: estimators on verl's tensors, the agent-loop episode layout, registration when verl is present."""
+"""verl integration: estimators on verl's tensors, the agent-loop episode layout, registration when verl is
+present."""
 
 from __future__ import annotations
 

@@ -42,7 +42,9 @@ USER_OVERRIDES = ["trainer.n_gpus_per_node=8", "+algorithm.agentenvs.preset=refe
 RECORDER = """#!/bin/sh
 if [ "$1" = "-m" ] && [ "$2" = "baselines.verl.main" ]; then
     shift 2
-    exec "{python}" -c 'import json, os, sys; json.dump({{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items() if k.startswith("AGENTENVS_")}}}}, open(os.environ["VERL_MAIN_RECORD"], "w"))' "$@"
+    exec "{python}" -c 'import json, os, sys; json.dump({{"argv": sys.argv[1:], "env": \
+{{k: v for k, v in os.environ.items() if k.startswith("AGENTENVS_")}}}}, \
+open(os.environ["VERL_MAIN_RECORD"], "w"))' "$@"
 fi
 exec "{python}" "$@"
 """

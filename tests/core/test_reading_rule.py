@@ -1,4 +1,5 @@
-"""The one reading rule, family by family: typical replies, the reference page's table, what invalid turns say."""
+"""The one reading rule, family by family: typical replies, the reference page's table, what invalid turns
+say."""
 
 from __future__ import annotations
 

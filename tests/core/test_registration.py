@@ -131,7 +131,7 @@ def test_registering_imports_no_env_no_expert_and_no_agent():
         env=dict(os.environ),
         timeout=120,
     ).stdout.split()
-    families = {f"agentenvs.{name}" for name in registration.family_packages()}
+    families = {f"{registration.FAMILIES_PACKAGE}.{name}" for name in registration.family_packages()}
     assert families <= set(out)
     heavy = [
         m for m in out if m.startswith(tuple(f"{family}." for family in families) + ("agentenvs.agents",))

@@ -182,7 +182,8 @@ def candidate_actions(env: AgentEnv, info: dict[str, Any], rng: np.random.Genera
 
 
 def valid_responses(env: AgentEnv, info: dict[str, Any], rng: np.random.Generator, count: int) -> list[str]:
-    """Well-formed (with a think block) and bare forms of valid actions, several moves per turn where allowed."""
+    """Well-formed (with a think block) and bare forms of valid actions, several moves per turn where
+    allowed."""
     actions = candidate_actions(env, info, rng, count)
     responses = [env.protocol.format(a, think=THINK) for a in actions] + actions
     per_turn = getattr(env, "max_actions_per_turn", 1)
@@ -335,7 +336,7 @@ def audit(env_id: str, preset: str | None, seeds: range, walk: int, episodes: bo
         expert = play(env, seed, expert_player)
         check_episode_sums(env, expert, start)
         rng = derive_rng("reward-hacking-random", env_id, seed)
-        random = play(env, seed, lambda env: random_player(env, rng))
+        random = play(env, seed, lambda env, rng=rng: random_player(env, rng))
         check_episode_sums(env, random, start)
 
         # property 4: each invalid response, repeated for a whole episode, earns less than playing

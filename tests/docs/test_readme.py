@@ -1,4 +1,5 @@
-"""README.md and the hand-written pages under docs/: every ``python`` block runs, links resolve, the README stays short.
+"""README.md and the hand-written pages under docs/: every ``python`` block runs, links resolve, the README
+stays short.
 
 Every ``python`` block of README.md and of each hand-written ``docs/**/*.md``
 page runs as written, as a script of its own. A block that needs what the

@@ -1,4 +1,5 @@
-"""The benchmarks page's batched-rollout figures (env share, Search beside GEM, batch renders) quote the recorded output."""
+"""The benchmarks page's batched-rollout figures (env share, Search beside GEM, batch renders) quote the
+recorded output."""
 
 from __future__ import annotations
 

@@ -289,3 +289,57 @@ def test_the_suite_loads_where_the_project_cannot_be_imported(tmp_path: Path) ->
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "1 passed" in result.stdout
+
+
+# What the wheel is built from: the files pyproject.toml's [tool.setuptools] collects from.
+WHEEL_SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "agentenvs",
+    "baselines",
+    "leaderboard",
+    "retrieval_index",
+)
+
+
+def test_the_wheel_carries_the_training_configs_the_license_and_every_module(tmp_path: Path) -> None:
+    """Built from a clean copy (no build/ folder of the checkout): its file list, read with zipfile.
+
+    ``scripts/wheel_check.sh`` (CI's wheel lane) installs such a wheel in a fresh venv and runs it.
+    """
+    import zipfile
+
+    source = tmp_path / "source"
+    for name in WHEEL_SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            source.mkdir(exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    built = subprocess.run(
+        [*pip_wheel, "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("agentenvs-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
+    configs = sorted(
+        f"baselines/configs/{path.name}" for path in (ROOT / "baselines" / "configs").glob("*.yaml")
+    )
+    assert "baselines/configs/mini_sokoban.yaml" in configs
+    assert [name for name in configs if name not in names] == []
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names), sorted(names)[:20]
+    assert "License-Expression: MIT" in metadata
+    modules = sorted(
+        path.relative_to(source).as_posix()
+        for top in WHEEL_SOURCES[3:]
+        for path in (source / top).rglob("*.py")
+    )
+    assert [module for module in modules if module not in names] == [], "modules the wheel leaves out"

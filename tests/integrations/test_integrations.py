@@ -1,4 +1,5 @@
-"""agentenvs/integrations/ stays on the public contract: no baselines, no leaderboard, no library at import."""
+"""agentenvs/integrations/ stays on the public contract: no baselines, no leaderboard, no library at
+import."""
 
 from __future__ import annotations
 

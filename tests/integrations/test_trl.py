@@ -1,4 +1,5 @@
-"""agentenvs.integrations.trl through TRL 1.16's own GRPOTrainer: a tiny random model trained 2 steps on Sokoban.
+"""agentenvs.integrations.trl through TRL 1.16's own GRPOTrainer: a tiny random model trained 2 steps on
+Sokoban.
 
 The model samples only the tokens a bare Sokoban reply is made of (the moves, the separator, the end of
 text, which is favoured so that replies stay short), so its random replies are sometimes legal and sometimes
@@ -147,7 +148,8 @@ def test_recorded_episodes_replay_identically_through_gym_make(trained):
 
 
 CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<eos>\n{% endfor %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<eos>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 

@@ -80,7 +80,8 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def evaluated(server):
-    """verifiers' evaluation of the env: 3 seeds × 2 sampled rollouts from the tiny model behind the server."""
+    """verifiers' evaluation of the env: 3 seeds × 2 sampled rollouts from the tiny model behind the
+    server."""
     env = load_environment(ENV_ID, seeds=SEEDS)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(API_KEY_VARIABLE, "unused")

@@ -148,10 +148,13 @@ def rewrite_meta(directory, **changes):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        (lambda d: (d / BOUNDS_FILE).write_bytes((d / BOUNDS_FILE).read_bytes()[:-8]), "unusable block bounds"),
+        (lambda d: (d / BOUNDS_FILE).write_bytes((d / BOUNDS_FILE).read_bytes()[:-8]),
+         "unusable block bounds"),
         (lambda d: (d / BOUNDS_FILE).unlink(), "unusable block bounds"),
-        (lambda d: np.save(d / BOUNDS_FILE, np.load(d / BOUNDS_FILE).astype(np.float64)), "unusable block bounds"),
-        (lambda d: np.save(d / BOUNDS_FILE, np.load(d / BOUNDS_FILE)[::-1].copy()), "do not match their digest"),
+        (lambda d: np.save(d / BOUNDS_FILE, np.load(d / BOUNDS_FILE).astype(np.float64)),
+         "unusable block bounds"),
+        (lambda d: np.save(d / BOUNDS_FILE, np.load(d / BOUNDS_FILE)[::-1].copy()),
+         "do not match their digest"),
         (lambda d: np.save(d / BOUNDS_FILE, np.load(d / BOUNDS_FILE) * 0), "do not match their digest"),
         (lambda d: (d / BOUNDS_META).write_text("{not json"), "is not JSON"),
         (lambda d: (d / BOUNDS_META).write_bytes(b'{"version": "\xed\xa0\x80"}'), "is not JSON"),

@@ -13,9 +13,15 @@ from retrieval_index import Corpus, Passage, read_corpus_jsonl, write_corpus_jso
 
 # Lines as FlashRAG's wiki-18.jsonl writes them: id a string, title quoted on the first line of contents.
 PUBLISHED_LINES = [
-    r'{"id": "0", "contents": "\"Aaron\"\nAaron Aaron ( or ; \"Ahärôn\") is a prophet, high priest, and the brother of Moses."}',
+    (
+        r'{"id": "0", "contents": "\"Aaron\"\nAaron Aaron ( or ; \"Ahärôn\") is a prophet, high priest, and '
+        r'the brother of Moses."}'
+    ),
     r'{"id": "1", "contents": "\"The \"Best\" Song\"\nA title that holds quotes of its own."}',
-    r'{"id": "2", "contents": "\"Zürich\"\nZürich is the largest city in Switzerland \u2014 \u6771\u4eac is not."}',
+    (
+        r'{"id": "2", "contents": "\"Zürich\"\nZürich is the largest city in Switzerland \u2014 '
+        r'\u6771\u4eac is not."}'
+    ),
     '{"id": "3", "contents": "\\"Empty Text\\"\\n"}',
     r'{"id": "4", "contents": "\"Multi line\"\nfirst line\nsecond line"}',
 ]

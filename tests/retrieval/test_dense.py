@@ -1,4 +1,5 @@
-"""Dense retrieval: the E5 recipe, FAISS top-k against brute force, Search-R1's index file, resumable builds."""
+"""Dense retrieval: the E5 recipe, FAISS top-k against brute force, Search-R1's index file, resumable
+builds."""
 
 from __future__ import annotations
 

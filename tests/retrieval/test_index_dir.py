@@ -1,5 +1,5 @@
-"""retrieval_index.index_dir: retriever.json read and checked in one place; index folders move (paths in it are
-relative to the folder; old absolute ones still open); no backend imports another."""
+"""retrieval_index.index_dir: retriever.json read and checked in one place; index folders move (paths in it
+are relative to the folder; old absolute ones still open); no backend imports another."""
 
 from __future__ import annotations
 

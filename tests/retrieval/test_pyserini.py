@@ -52,7 +52,8 @@ TITLES = [
 ]
 WORDS = [
     "river", "bank", "loan", "music", "piano", "rocket", "planet", "bread", "cheese", "chess", "running",
-    "runner", "café", "naïve", "zürich", "well-known", "king's", "e-mail", "the", "and", "of", "1,000", "3.14",
+    "runner", "café", "naïve", "zürich", "well-known", "king's", "e-mail", "the", "and", "of", "1,000",
+    "3.14",
 ]  # fmt: skip
 QUERIES = [
     "river bank loan", "piano music", "rocket planet", "cheese bread chess", "running runner", "café zürich",
@@ -62,7 +63,8 @@ QUERIES = [
 
 
 def pyserini_usable() -> str:
-    """Empty when pyserini can start its JVM here, else why not (probed in a subprocess: a JVM that fails exits)."""
+    """Empty when pyserini can start its JVM here, else why not (probed in a subprocess: a JVM that fails
+    exits)."""
     if importlib.util.find_spec("pyserini") is None:
         return f"pyserini is not installed: {INSTALL_HINT}"
     probe = subprocess.run(
@@ -88,7 +90,8 @@ def lucene_and_bm25(passages: list[Passage], tmp_path) -> tuple[PyseriniRetrieve
 
 
 def short_passages(count: int = 400) -> list[Passage]:
-    """FlashRAG-format passages of 0 to 30 words (all lengths Lucene stores exactly), unicode and quoted titles."""
+    """FlashRAG-format passages of 0 to 30 words (all lengths Lucene stores exactly), unicode and quoted
+    titles."""
     rng = np.random.default_rng(3)
     weights = 1.0 / np.arange(1, len(WORDS) + 1)
     return [
@@ -143,10 +146,12 @@ ANALYZER_DIFFERENCES = [
 
 @pytest.mark.parametrize(
     "text",
-    [*TITLES, *WORDS, *QUERIES, "x-ray AT&T C++ $100 50% email@example.com http://a.b/c 1990s don't rock'n'roll",
+    [*TITLES, *WORDS, *QUERIES,
+     "x-ray AT&T C++ $100 50% email@example.com http://a.b/c 1990s don't rock'n'roll",
      "mother-in-law Ph.D. James' naïveté résumé ﬁne foo_bar 12:30 a.b.c U.S. 1.2.3 3,000,000 -5 Hello—world",
      "カタカナ 한국어 العربية ภาษาไทย abc123 v1.2 o’neil king’s x:y 10,5.3 ß e.g. hello.world tom's's can't",
-     *(pytest.param(*case.values, marks=pytest.mark.xfail(strict=True), id=case.id) for case in ANALYZER_DIFFERENCES)],
+     *(pytest.param(*case.values, marks=pytest.mark.xfail(strict=True), id=case.id)
+       for case in ANALYZER_DIFFERENCES)],
 )  # fmt: skip
 def test_our_analyzer_makes_lucenes_terms(lucene_usable, text):
     from retrieval_index.lucene import start_jvm

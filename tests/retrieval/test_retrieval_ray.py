@@ -1,4 +1,5 @@
-"""The index served as Ray Serve replicas: the same answers as our single-process server, spread, shut down cleanly."""
+"""The index served as Ray Serve replicas: the same answers as our single-process server, spread, shut down
+cleanly."""
 
 from __future__ import annotations
 

@@ -58,8 +58,19 @@ Known hacks            none under the default weights: ``progress`` is
 =====================  =========================================================
 
 The obs key merges states that ALFWorld prints identically ("You arrive at
-cabinet 1. The cabinet 1 is closed." whatever the rest of the room holds); ``benchmarks/bench_alfworld.py`` publishes how often
-obs-key groups mix different state keys.
+cabinet 1. The cabinet 1 is closed." whatever the rest of the room holds);
+``benchmarks/bench_alfworld.py`` publishes how often obs-key groups mix
+different state keys.
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``ALFWorld``, ALFWorld's household games on the native engine,
+         generated from the alfworld package's data or read from official ``game.tw-pddl``
+         files (``data_dir=``).
+=======  ====================================================================
 """
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ def games_root(data_dir: str | os.PathLike[str]) -> Path:
     versions = [root / name for name in VERSION_FOLDERS if (root / name).is_dir()]
     if len(versions) > 1:
         raise ValueError(
-            f"{data_dir} holds both {' and '.join(v.name for v in versions)}: pass the one to play as data_dir"
+            f"{data_dir} holds both {' and '.join(v.name for v in versions)}: pass the one to play as "
+            "data_dir"
         )
     if versions:
         return versions[0]

@@ -138,7 +138,8 @@ def alfworld_root() -> Path:
     spec = importlib.util.find_spec("alfworld")
     if spec is None or not spec.submodule_search_locations:
         raise AlfworldDataMissing(
-            "ALFWorld games are built from the alfworld package's data files: pip install 'agentenvs[alfworld]'"
+            "ALFWorld games are built from the alfworld package's data files: pip install "
+            "'agentenvs[alfworld]'"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 
@@ -458,7 +459,8 @@ def _build(
 def _receptacle_object_contents(
     placed: list[_Placed], holds: dict[str, Any], movable: list[str], rng: np.random.Generator
 ) -> list[tuple[str, ...]]:
-    """``inReceptacleObject`` facts: some objects sit in a bowl, cup, pan, ... standing in their receptacle."""
+    """``inReceptacleObject`` facts: some objects sit in a bowl, cup, pan, ... standing in their
+    receptacle."""
     containers = [p for p in placed if p.cls in movable and p.receptacle is not None]
     facts = []
     for item in placed:

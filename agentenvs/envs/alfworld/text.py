@@ -119,7 +119,10 @@ def receptacle_contents(name: str, openable: bool, opened: bool, contents: list[
 
 def room_overview(receptacles: list[str]) -> str:
     """``look.feedback`` away from every receptacle (the start of every game)."""
-    return f"You are in the middle of a room. Looking quickly around you, you see {listing(articled(receptacles))}."
+    return (
+        "You are in the middle of a room. Looking quickly around you, you see "
+        f"{listing(articled(receptacles))}."
+    )
 
 
 def facing(receptacles: list[str], floor_objects: list[str]) -> str:

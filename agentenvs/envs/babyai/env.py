@@ -68,6 +68,15 @@ Known hacks            none under the default weights: ``progress`` is
 
 minigrid prints "Sampling rejected: ..." while it generates some levels; the
 env swallows that output so that it never reaches stdout.
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``BabyAI`` (the BALROG task mix) and one variant id per level
+         (``BabyAI-<Level>``), as text on minigrid's own engine.
+=======  ====================================================================
 """
 
 from __future__ import annotations

@@ -36,8 +36,10 @@ ENVS = (
         entry_point=ENTRY_POINT,
         family=FAMILY,
         expert=EXPERT,
-        summary="Answer questions with <search>/<answer> (Search-R1): train NQ + HotpotQA, test all seven sets; "
-        f"expert {EXPERT}",
+        summary=(
+            "Answer questions with <search>/<answer> (Search-R1): train NQ + HotpotQA, "
+            f"test all seven sets; expert {EXPERT}"
+        ),
         kwargs={"dataset": "mix"},
         extra="search",
     ),
@@ -58,7 +60,10 @@ ENVS = (
         entry_point=ENTRY_POINT,
         family=FAMILY,
         expert=EXPERT,
-        summary=f"MT-GRPO's setting: TriviaQA style, one search then the answer, MT-GRPO's rewards; expert {EXPERT}",
+        summary=(
+            "MT-GRPO's setting: TriviaQA style, one search then the answer, MT-GRPO's rewards; "
+            f"expert {EXPERT}"
+        ),
         kwargs={"dataset": "triviaqa", "max_turns": 2, "reward_preset": "mt-grpo"},
         extra="search",
         variant_of="Search-TriviaQA",

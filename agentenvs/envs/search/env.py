@@ -98,6 +98,21 @@ Known hacks        agentenvs (default): none; ``retrieval`` is potential-based,
 
 ``score`` is exact match (0/1); ``info["f1"]`` holds token F1 at the end.
 ``info["privileged"]``: golden answers, gold evidence passage ids and hops.
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``Search`` (the seven QA sets mixed), one id per QA set
+         (``Search-NQ`` ... ``Search-Bamboogle``) and ``Search-TriviaQA-2Turn``. Changed
+         under v0 on 2026-12-01 (commit 723e745), before the version rule existed: an
+         invalid turn under the ``mt-grpo`` and ``mt-ppo`` presets pays ``invalid_action``
+         −0.01 (it paid 0), and under ``mt-ppo`` it is charged the search it did not make
+         (outcome −1 on the last turn). ``Search-TriviaQA-2Turn`` (``mt-grpo``) changed with
+         them; the default preset did not. Bundles recorded before it that hold such an
+         invalid turn no longer replay.
+=======  ====================================================================
 """
 
 from __future__ import annotations

@@ -115,7 +115,8 @@ class SearchParse(ParsedResponse):
 
 
 class SearchProtocol(ResponseProtocol):
-    """``<search> query </search>`` / ``<answer> text </answer>``; actions are ``search[q]`` / ``answer[a]``."""
+    """``<search> query </search>`` / ``<answer> text </answer>``; actions are ``search[q]`` /
+    ``answer[a]``."""
 
     @property
     def answer_format(self) -> AnswerFormat:

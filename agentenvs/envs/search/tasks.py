@@ -51,7 +51,8 @@ def cache_root() -> Path:
 
 
 def builtin_version() -> str:
-    """Cache key of the built world: the generator's source files and the index format, so either change rebuilds."""
+    """Cache key of the built world: the generator's source files and the index format, so either change
+    rebuilds."""
     from retrieval_index.analysis import ANALYZER_VERSION
     from retrieval_index.bm25 import INDEX_VERSION
 
@@ -216,7 +217,8 @@ def builtin_questions(style: str, split: str, num_passages: int, seed: int) -> Q
 
 @functools.lru_cache(maxsize=64)
 def official_questions(data_dir: str, style: str, split: str) -> QuestionRows:
-    """FlashRAG's file of ``split`` for ``style``; ids become ``{style}:{id}`` so sets never collide in a mix."""
+    """FlashRAG's file of ``split`` for ``style``; ids become ``{style}:{id}`` so sets never collide in a
+    mix."""
     folder = Path(data_dir) / FLASHRAG_NAMES[style]
     if not folder.is_dir():
         raise FileNotFoundError(f"no FlashRAG folder {folder} (expected test.jsonl or dev.jsonl in it)")

@@ -71,14 +71,29 @@ Tasks                  generated (see :mod:`agentenvs.envs.sokoban.tasks`): by
                        task can be solved within the turn limit.
 =====================  ===========================================================
 
-Invalid turns changed in this release: they used to pay format 0.5 − 0.1
-invalid_action = +0.4, as much as a legal move in ``Sokoban-Verl`` and more
-than a full turn of three moves (0.2) in ``Sokoban``; success, score and the
-rewards of valid turns are unchanged, so the ids keep their version. RAGEN's
-Sokoban env (``ragen/env/sokoban/env.py``) takes integer moves and charges
-gym-sokoban's −0.1 on each step it executes, blocked ones included; reading
-the text is left to its agent loop, so the rule for unreadable turns here
-follows MT-PPO's text.
+The rule for invalid turns follows MT-PPO's text: RAGEN's Sokoban env
+(``ragen/env/sokoban/env.py``) takes integer moves and charges gym-sokoban's
+−0.1 on each step it executes, blocked ones included, and leaves reading the
+text to its agent loop.
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``Sokoban`` (MT-PPO: 3 turns × 3 moves) and ``Sokoban-Verl``
+         (verl-agent: 15 turns × 1 move) on generated rooms. Changed under v0 on
+         2026-12-01 (commit 723e745), before the version rule existed: a well-formed
+         invalid turn paid format 0.5 − invalid_action 0.1 = +0.4, as much as a legal move
+         in ``Sokoban-Verl`` and more than a full turn of three moves (0.2) in ``Sokoban``;
+         every invalid turn now pays format 0 and a full turn of step penalty (−0.4 in
+         ``Sokoban``, −0.2 in ``Sokoban-Verl``). Success, score and the rewards of valid
+         turns are unchanged. Bundles recorded before that commit that hold an invalid
+         turn no longer replay (the replayed reward of that turn differs). The old rule is
+         not kept as a registered version: it is the reward hack the change closed, which
+         the reward-hacking test refuses on every registered id, and no tagged release
+         shipped it.
+=======  ====================================================================
 """
 
 from __future__ import annotations

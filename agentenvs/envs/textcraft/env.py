@@ -82,6 +82,15 @@ Recipe files are read in sorted order (the package uses ``os.listdir`` order,
 which varies with the file system and changes the goal order and which
 recipe of a cycle survives), and distractors and listing order come from the
 task's own RNG (the package's depend on ``PYTHONHASHSEED``).
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``TextCraft``, ADaPT's crafting tasks on the textcraft
+         package's recipes.
+=======  ====================================================================
 """
 
 from __future__ import annotations
@@ -220,7 +229,10 @@ class TextCraftEnv(AgentEnv[TextCraftTask, Command]):
         return {"goal": self.task.goal, "reference_plan": list(self._reference_plans[self.task.goal])}
 
     def action_help(self) -> str:
-        return "Send one command (case-sensitive): get N item | craft N item using N item, N item, ... | inventory"
+        return (
+            "Send one command (case-sensitive): get N item | craft N item using N item, N item, ... | "
+            "inventory"
+        )
 
     # ---------------------------------------------------------------- agents
 

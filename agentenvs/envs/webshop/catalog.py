@@ -350,7 +350,8 @@ class GoalTasks(TaskSource[Goal]):
 
     @property
     def skipped(self) -> dict[str, int]:
-        """What building the catalog left out of its files, by reason (:mod:`agentenvs.envs.webshop.official`)."""
+        """What building the catalog left out of its files, by reason
+        (:mod:`agentenvs.envs.webshop.official`)."""
         return dict(self.catalog.meta.get("skipped", {}))
 
     def _range(self, split: str) -> tuple[int, int]:

@@ -71,6 +71,15 @@ Known hacks        none under the default weights: valid and invalid turns
                    nets 0; a positive ``format`` weight would pay well-formed
                    filler turns, up to 15 × the weight
 =================  ==========================================================
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``WebShop``, the built-in catalog and instructions or WebShop's
+         own files (``data_dir=``), with WebShop's reward.
+=======  ====================================================================
 """
 
 from __future__ import annotations

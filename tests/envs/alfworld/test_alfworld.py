@@ -1,4 +1,5 @@
-"""ALFWorld family: PDDL reading, the native engine's texts and rules, generator, expert, official loader, env.
+"""ALFWorld family: PDDL reading, the native engine's texts and rules, generator, expert, official
+loader, env.
 
 The hand-written game below uses the official ``pddl_problem`` layout; the
 texts asserted on it are the ones TextWorld prints for the same commands
@@ -202,7 +203,8 @@ HAND_SCRIPT = [
     ("move apple 1 to countertop 1", "You move the apple 1 to the countertop 1."),
 ]
 HAND_INTRO = (
-    "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see "
+    "-= Welcome to TextWorld, ALFRED! =-\n\n"
+    "You are in the middle of a room. Looking quickly around you, you see "
     "a countertop 1, a fridge 1, a microwave 1, a shelf 2, a shelf 1, a sidetable 1, and a sinkbasin 1.\n\n"
     "Your task is to: put a hot apple in countertop."
 )
@@ -404,7 +406,8 @@ def test_goal_targets_of_each_goal_shape():
 
 # ---------------------------------------------------------------- official
 def write_official_tree(root: Path) -> None:
-    """A json_2.1.1 tree: the hand game, two generated games, one unsolvable game, one of another task type."""
+    """A json_2.1.1 tree: the hand game, two generated games, one unsolvable game, one of another task
+    type."""
     base = root / "json_2.1.1"
     entries = [
         ("train", "pick_heat_then_place_in_recep-Apple-None-CounterTop-7", hand_game_file()),
@@ -503,7 +506,7 @@ def test_rewards_outcome_progress_invalid_and_format():
 def test_max_turns_truncates_at_fifty():
     env = hand_env()
     env.reset(seed=0)
-    for turn in range(50):
+    for _ in range(50):
         _, _, terminated, truncated, info = env.step("look")
     assert truncated and not terminated and info["turn"] == 50 and info["success"] is False
 

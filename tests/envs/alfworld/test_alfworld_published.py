@@ -230,5 +230,6 @@ def test_generator_places_objects_that_no_receptacle_holds():
                 not receptacles and not world.flag("pickupable", obj) and not world.flag("toggleable", obj)
             )
             own_spots += bool(receptacles) and not spots & set(world.receptacle_locations[receptacles[0]])
-    # The expert test over every held-out game (tests/envs/alfworld/test_alfworld.py) plays these games to the goal.
+    # The expert test over every held-out game (tests/envs/alfworld/test_alfworld.py) plays these games to the
+    # goal.
     assert loose_targets >= 3 and fixtures > 300 and own_spots > 1000

@@ -94,8 +94,8 @@ def test_information_kept_per_rows_is_recomputed_alike_after_eviction():
 
 
 @pytest.mark.parametrize(
-    "action", ["search[q]", "answer[a]", "search[]", "search[ a ] ]", "search[x]\n", " search[x]", "searchx[y]",
-               "answer[[nested]]", "answer]", "search[\u202eq\u200b]", "Search[q]"],
+    "action", ["search[q]", "answer[a]", "search[]", "search[ a ] ]", "search[x]\n", " search[x]",
+               "searchx[y]", "answer[[nested]]", "answer]", "search[\u202eq\u200b]", "Search[q]"],
 )  # fmt: skip
 def test_the_bare_action_fast_path_reads_as_the_pattern(action):
     from agentenvs.core.env import InvalidAction

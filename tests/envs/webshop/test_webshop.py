@@ -194,17 +194,19 @@ def test_observation_modes_and_html_render(mode):
 # ------------------------------------------------------------------ reward
 def product(**fields) -> Product:
     base = {
-        "asin": "B000000001", "title": "Trail Running Shoes", "description": "", "bullet_points": ("rubber sole",),
-        "category": "fashion", "query": "running shoes", "product_category": "Clothing › Men › Shoes", "price_tag": "$30.0",
-        "pricing": (30.0,), "options": (), "attributes": ("lightweight",), "main_image": "", "price": 30.0,
+        "asin": "B000000001", "title": "Trail Running Shoes", "description": "",
+        "bullet_points": ("rubber sole",), "category": "fashion", "query": "running shoes",
+        "product_category": "Clothing › Men › Shoes", "price_tag": "$30.0", "pricing": (30.0,), "options": (),
+        "attributes": ("lightweight",), "main_image": "", "price": 30.0,
     }  # fmt: skip
     return Product(**{**base, **fields})
 
 
 def goal(**fields) -> Goal:
     base = {
-        "asin": "B000000001", "instruction_text": "", "attributes": ("lightweight",), "goal_options": (), "price_upper": 40.0,
-        "name": "Trail Running Shoes", "query": "running shoes", "category": "fashion", "product_category": "Clothing › Men › Shoes",
+        "asin": "B000000001", "instruction_text": "", "attributes": ("lightweight",), "goal_options": (),
+        "price_upper": 40.0, "name": "Trail Running Shoes", "query": "running shoes", "category": "fashion",
+        "product_category": "Clothing › Men › Shoes",
     }  # fmt: skip
     return Goal(**{**base, **fields})
 

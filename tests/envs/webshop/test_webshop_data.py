@@ -59,21 +59,27 @@ def official_dir(tmp_path_factory) -> Path:
         raw("B00000000E"),
     ]
     notes = {
-        "B00000000A": {"attributes": ["machine wash"], "instruction": "i want a shirt", "instruction_attributes": ["machine wash"]},
-        "B00000000B": {"attributes": ["open toe"], "instruction": "i need sandals", "instruction_attributes": ["open toe"]},
+        "B00000000A": {"attributes": ["machine wash"], "instruction": "i want a shirt",
+                       "instruction_attributes": ["machine wash"]},
+        "B00000000B": {"attributes": ["open toe"], "instruction": "i need sandals",
+                       "instruction_attributes": ["open toe"]},
         "B00000000C": {"attributes": [], "instruction": None},
-        "B00000000D": {"attributes": ["gold plated"], "instruction": "a watch", "instruction_attributes": ["gold plated"]},
+        "B00000000D": {"attributes": ["gold plated"], "instruction": "a watch",
+                       "instruction_attributes": ["gold plated"]},
     }  # fmt: skip
     human = {
         "B00000000A": [
-            {"asin": "B00000000A", "instruction": "i want a black and white shirt.", "attributes": [], "options": [],
-             "instruction_attributes": ["machine wash"], "instruction_options": ["black | white", "x-large"],
+            {"asin": "B00000000A", "instruction": "i want a black and white shirt.", "attributes": [],
+             "options": [], "instruction_attributes": ["machine wash"],
+             "instruction_options": ["black | white", "x-large"],
              "assignment_id": "x", "worker_id": "y"},
             {"asin": "B00000000A", "instruction": "no attributes: skipped", "instruction_attributes": [],
              "instruction_options": []},
         ],
-        "B00000000E": [{"instruction": "any product e", "instruction_attributes": ["sturdy"], "instruction_options": []}],
-        "B0NOTLISTED": [{"instruction": "not in the catalog", "instruction_attributes": ["x"], "instruction_options": []}],
+        "B00000000E": [{"instruction": "any product e", "instruction_attributes": ["sturdy"],
+                        "instruction_options": []}],
+        "B0NOTLISTED": [{"instruction": "not in the catalog", "instruction_attributes": ["x"],
+                         "instruction_options": []}],
     }  # fmt: skip
     (directory / "items_shuffle_1000.json").write_text(json.dumps(products))
     (directory / "items_ins_v2_1000.json").write_text(json.dumps(notes))
@@ -275,9 +281,9 @@ def test_pyserini_backend_gives_the_same_top_50(tmp_path):
         [(p.asin, p.search_text()) for p in catalog.products()], documents / "documents.jsonl"
     )
     subprocess.run(
-        [sys.executable, "-m", "pyserini.index.lucene", "--collection", "JsonCollection", "--input", str(documents),
-         "--index", str(tmp_path / "index"), "--generator", "DefaultLuceneDocumentGenerator", "--threads", "1",
-         "--storeRaw"],
+        [sys.executable, "-m", "pyserini.index.lucene", "--collection", "JsonCollection",
+         "--input", str(documents), "--index", str(tmp_path / "index"),
+         "--generator", "DefaultLuceneDocumentGenerator", "--threads", "1", "--storeRaw"],
         check=True,
     )  # fmt: skip
     lucene = PyseriniIndex(tmp_path / "index", catalog.row_of)
@@ -288,7 +294,8 @@ def test_pyserini_backend_gives_the_same_top_50(tmp_path):
 
 
 def test_the_quirks_of_published_product_files_load_without_a_rule_per_file(tmp_path):
-    """Real items_shuffle rows: concatenated or empty prices, empty or null options, product_information as text."""
+    """Real items_shuffle rows: concatenated or empty prices, empty or null options, product_information as
+    text."""
     products = [
         raw(
             "B0000000Q1",
@@ -345,15 +352,20 @@ def test_human_goals_of_items_human_ins_json_are_played_by_the_expert(tmp_path):
     switch turns each annotation with instruction_attributes into one goal, for the products it loaded."""
     products = [
         raw("B0000000H1", name="Cotton Crew Neck T-Shirt", pricing="$14.99",
-            customization_options={"Color": [{"value": "Navy Blue", "image": None}, {"value": "Heather Grey", "image": None}],
-                                   "Size": [{"value": "Large", "image": None}, {"value": "Small", "image": None}]}),
-        raw("B0000000H2", name="Stainless Steel Water Bottle", pricing="$8.00 - $30.00", customization_options=None),
+            customization_options={"Color": [{"value": "Navy Blue", "image": None},
+                                             {"value": "Heather Grey", "image": None}],
+                                   "Size": [{"value": "Large", "image": None},
+                                            {"value": "Small", "image": None}]}),
+        raw("B0000000H2", name="Stainless Steel Water Bottle", pricing="$8.00 - $30.00",
+            customization_options=None),
         raw("B0000000H3", name="Leather Wallet", pricing="$985.00"),
     ]  # fmt: skip
-    notes = {asin: {"attributes": ["durable"], "instruction": f"find {asin}", "instruction_attributes": ["durable"]}
+    notes = {asin: {"attributes": ["durable"], "instruction": f"find {asin}",
+                    "instruction_attributes": ["durable"]}
              for asin in ("B0000000H1", "B0000000H2", "B0000000H3")}  # fmt: skip
-    annotation = {"asin": "", "instruction": "", "attributes": [], "options": [], "instruction_attributes": [],
-                  "instruction_options": [], "assignment_id": "3A1PQ49WVOHAPN8K6GAX4UZB0HJ1H5",
+    annotation = {"asin": "", "instruction": "", "attributes": [], "options": [],
+                  "instruction_attributes": [], "instruction_options": [],
+                  "assignment_id": "3A1PQ49WVOHAPN8K6GAX4UZB0HJ1H5",
                   "worker_id": "A1KZ0KE93WNN5O"}  # fmt: skip
     human = {
         "B0000000H1": [
@@ -361,7 +373,8 @@ def test_human_goals_of_items_human_ins_json_are_played_by_the_expert(tmp_path):
              "instruction_attributes": ["cotton"], "instruction_options": ["navy blue", "large"]},
             {**annotation, "asin": "B0000000H1", "instruction": "a t-shirt, nothing else"},
         ],
-        "B0000000H2": [{**annotation, "asin": "B0000000H2", "instruction": "i want a stainless steel water bottle.",
+        "B0000000H2": [{**annotation, "asin": "B0000000H2",
+                        "instruction": "i want a stainless steel water bottle.",
                         "instruction_attributes": ["stainless steel"]}],
         "B0000000H3": [{**annotation, "asin": "B0000000H3", "instruction": "a leather wallet...",
                         "instruction_attributes": ["leather"]}],

@@ -1,4 +1,5 @@
-"""WebShop reward's title nouns: spaCy's en_core_web_sm by default (the webshop extra installs it), the fallback otherwise."""
+"""WebShop reward's title nouns: spaCy's en_core_web_sm by default (the webshop extra installs it), the
+fallback otherwise."""
 
 from __future__ import annotations
 

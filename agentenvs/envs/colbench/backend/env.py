@@ -52,15 +52,24 @@ Known hacks        none under the default weights: every turn before the answer
                    in the sandbox, and the test calls stay hidden
 =================  =============================================================
 
-Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's
-rules, for parity); see :mod:`agentenvs.envs.colbench.backend.scoring`. Every answer runs
-in :class:`~agentenvs.envs.colbench.backend.sandbox.Sandbox`; the reference outputs stay in
-this process; ``env.scoring_errors`` counts the jail lines that could not be
-decoded and the comparisons that raised (each failed its call, none raised). ``info["privileged"]`` (SWEET-RL's training-time information):
-``reference`` (the source), ``hidden_facts`` (the collaborator's answers,
-one per fact) and ``function``; never rendered. Tasks: built in (train
-10,000 / valid 1,000 / test 1,000) or ColBench's files with ``data_dir=``
-(see :mod:`agentenvs.envs.colbench.backend.tasks`).
+Scoring (``scoring=``): ``"sandbox"`` (default) or ``"reference"`` (ColBench's rules, for
+parity); see :mod:`agentenvs.envs.colbench.backend.scoring`. Every answer runs in
+:class:`~agentenvs.envs.colbench.backend.sandbox.Sandbox`; the reference outputs stay in
+this process; ``env.scoring_errors`` counts the jail lines that could not be decoded and
+the comparisons that raised (each failed its call, none raised). ``info["privileged"]``
+(SWEET-RL's training-time information): ``reference`` (the source), ``hidden_facts`` (the
+collaborator's answers, one per fact) and ``function``; never rendered. Tasks: built in
+(train 10,000 / valid 1,000 / test 1,000) or ColBench's files with ``data_dir=`` (see
+:mod:`agentenvs.envs.colbench.backend.tasks`).
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``ColBench``, ColBench's backend programming tasks (built in, or
+         ColBench's files with ``data_dir=``), answers scored in the sandbox.
+=======  ====================================================================
 """
 
 from __future__ import annotations

@@ -502,7 +502,8 @@ class Sandbox:
 
     @property
     def isolation(self) -> str:
-        """The isolation the template reached (starting it if need be); see :mod:`~agentenvs.envs.colbench.backend.jail`."""
+        """The isolation the template reached (starting it if need be); see
+        :mod:`~agentenvs.envs.colbench.backend.jail`."""
         return self._running_template().isolation
 
     def run(self, code: str, calls: Sequence[str], *, split_namespace: bool = False) -> SandboxRun:

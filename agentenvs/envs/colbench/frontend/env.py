@@ -51,6 +51,15 @@ check; ColBench itself reports no threshold). Renders: see :mod:`agentenvs.envs.
 Tasks: built in (train 10,000 / valid 1,000 / test 1,000) or ColBench's
 ``frontend_tasks/{train,test}.jsonl`` with ``data_dir=``.
 ``info["privileged"]``: ``reference`` (the page) and ``hidden_facts``.
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``ColBench-Frontend``, generated pages with hidden design facts
+         (or ColBench's files), answers rendered by Chromium and scored by page similarity.
+=======  ====================================================================
 """
 
 from __future__ import annotations

@@ -34,6 +34,14 @@ Known hacks        none under the default weights: ``progress`` is
 Splits (``split=``): ``train`` / ``valid`` / ``test`` (799 / 100 / 100
 codes, disjoint; :mod:`agentenvs.envs.lock.tasks`). ``info["privileged"]`` holds
 the code.
+
+.. rubric:: Version history
+
+=======  ====================================================================
+Version  Change
+=======  ====================================================================
+``v0``   initial release: ``Lock``, generated three-digit codes.
+=======  ====================================================================
 """
 
 from __future__ import annotations
