@@ -17,10 +17,13 @@ which task::
 =============================  ==========================================================
 SkyRL-gym                      agentenvs (``gym.make(env_id, **env_kwargs)``)
 =============================  ==========================================================
-``make(..., extras=...)``      ``extras["extra_info"]``: ``env_id``, and ``seed`` or
-                               ``task_id``, optional ``env_kwargs``; an ``env_config``
-                               (SkyRL's ``skyrl_gym_cfg.agentenvs``) may give the
-                               ``env_id`` and default ``env_kwargs``, a row overrides them
+``make(..., extras=...)``      ``extras["extra_info"]``: ``env_id`` (an id of agentenvs'
+                               registry; any other is refused, naming it), and ``seed``
+                               (a non-negative integer, numpy's too) or ``task_id``,
+                               optional ``env_kwargs`` (JSON text, as :func:`dataset_rows`
+                               writes it, or a mapping); an ``env_config`` (SkyRL's
+                               ``skyrl_gym_cfg.agentenvs``) may give the ``env_id`` and
+                               default ``env_kwargs``, a row overrides them
 ``init(prompt)``               ``reset(seed=...)`` or ``reset(options={"task_id": ...})``;
                                returns ``[system: instructions, user: observation]`` built
                                by ``agentenvs.core.prompting.chat_messages`` (the dataset
@@ -31,9 +34,11 @@ SkyRL-gym                      agentenvs (``gym.make(env_id, **env_kwargs)``)
                                as SkyRL-gym's own envs do
 ``reward``                     the turn's scalar reward (the weighted sum of components)
 ``done``                       ``terminated or truncated``; ``metadata`` tells which
-``max_turns``                  the env's own (its ``max_turns`` kwarg, the papers'
-                               default); SkyRL's ``generator.max_turns``, which its
-                               generator writes into ``extras``, is not read
+``max_turns``                  after ``init``, the episode's own limit (``info["max_turns"]``:
+                               the ``max_turns`` kwarg, the papers' default, or what the
+                               env sets at reset, as BabyAI does per level); SkyRL's
+                               ``generator.max_turns``, which its generator writes into
+                               ``extras``, is not read
 ``metadata["info"]``           the step's whole ``info``: ``reward_components``,
                                ``state_key``, ``obs_key``, ``transitions``, ``success``,
                                ``score``, ``privileged`` (SkyRL's generator never renders
@@ -45,6 +50,8 @@ SkyRL-gym                      agentenvs (``gym.make(env_id, **env_kwargs)``)
 
 from __future__ import annotations
 
+import json
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -55,8 +62,33 @@ from skyrl_gym.envs.registration import register, registry
 
 import agentenvs  # noqa: F401  (registers the ids with gymnasium)
 from agentenvs.core.prompting import chat_messages
+from agentenvs.core.registration import UnknownEnvError, entry_of
+from agentenvs.core.untrusted import short_repr
 
 ENV_CLASS = "agentenvs"
+
+
+def _env_kwargs(value: Any, where: str) -> dict[str, Any]:
+    """``env_kwargs`` as a dict: JSON text (what :func:`dataset_rows` writes), a mapping, or None (none)."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{where} is not valid JSON ({exc}): {short_repr(value)}") from None
+        if value is None:
+            return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be a JSON object (or a mapping), got {short_repr(value)}")
+    return dict(value)
+
+
+def _seed(seed: Any) -> int:
+    """A seed as a Python int: any non-negative integer, numpy's included (a dataframe's ``np.int64``)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"extra_info['seed'] must be a non-negative integer, got {short_repr(seed)}")
+    return int(seed)
 
 
 def _episode_settings(
@@ -69,19 +101,26 @@ def _episode_settings(
     extra_info = (extras or {}).get("extra_info") or {}
     if not isinstance(extra_info, Mapping):
         raise TypeError(f"extras['extra_info'] must be a mapping, got {type(extra_info).__name__}")
-    env_id = extra_info.get("env_id", config.get("env_id"))
-    if not isinstance(env_id, str) or env_id not in gym.registry:
-        raise ValueError(
-            f"extra_info['env_id'] (or env_config's env_id) must be a registered agentenvs id, got {env_id!r}"
-        )
+    env_id = extra_info.get("env_id")
+    if env_id is None:  # absent, or None where Arrow merged rows of other shapes into one struct
+        env_id = config.get("env_id")
+    try:  # agentenvs' registry, not gymnasium's: CartPole-v1 is in gymnasium's and has no instructions
+        env_id = entry_of(env_id).env_id
+    except UnknownEnvError as exc:
+        raise UnknownEnvError(
+            f"extra_info['env_id'] (or env_config's env_id) must be a registered agentenvs id: {exc}"
+        ) from None
     seed, task_id = extra_info.get("seed"), extra_info.get("task_id")
     if (seed is None) == (task_id is None):
         raise ValueError(f"extra_info must give exactly one of 'seed' and 'task_id', got {dict(extra_info)}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValueError(f"extra_info['seed'] must be a non-negative integer, got {seed!r}")
+    if seed is not None:
+        seed = _seed(seed)
     if task_id is not None and not isinstance(task_id, str):
         raise ValueError(f"extra_info['task_id'] must be a string, got {task_id!r}")
-    env_kwargs = {**dict(config.get("env_kwargs") or {}), **dict(extra_info.get("env_kwargs") or {})}
+    env_kwargs = {
+        **_env_kwargs(config.get("env_kwargs"), "env_config's env_kwargs"),
+        **_env_kwargs(extra_info.get("env_kwargs"), "extra_info['env_kwargs']"),
+    }
     return {"env_id": env_id, "seed": seed, "task_id": task_id, "env_kwargs": env_kwargs}
 
 
@@ -101,6 +140,7 @@ class AgentenvsTextEnv(BaseTextEnv):
         self._task_id: str | None = settings["task_id"]
         self.env = gym.make(self.env_id, **settings["env_kwargs"])
         self.instructions: str = self.env.unwrapped.instructions
+        # the kwarg until init(); init() sets the episode's own (BabyAI sets it per level at reset)
         self.max_turns = int(self.env.unwrapped.max_turns)
         self.last_info: dict[str, Any] = {}
         self._episode_return = 0.0
@@ -111,6 +151,7 @@ class AgentenvsTextEnv(BaseTextEnv):
         options = None if self._task_id is None else {"task_id": self._task_id}
         observation, info = self.env.reset(seed=self._seed, options=options)
         self.turns = 0
+        self.max_turns = int(info["max_turns"])
         self.last_info = info
         self._episode_return = 0.0
         self._component_sums = {}
@@ -159,13 +200,19 @@ def dataset_rows(
 ) -> list[dict[str, Any]]:
     """SkyRL dataset rows, one per seed: ``prompt`` (what ``init`` returns), ``env_class``, ``extra_info``.
 
-    Write them with ``datasets.Dataset.from_list(rows).to_parquet(path)`` for SkyRL's trainer.
+    ``extra_info["env_kwargs"]`` is JSON text (``"{}"`` when none), as the verl
+    rows store it: Parquet would merge kwargs dicts of different envs into one
+    struct, giving every row every key (``None`` where it had none), so rows of
+    several envs could not share a file. Write them with
+    ``datasets.Dataset.from_list(rows).to_parquet(path)`` for SkyRL's trainer.
     """
+    try:
+        kwargs_text = json.dumps(dict(env_kwargs or {}), sort_keys=True)
+    except TypeError as exc:
+        raise ValueError(f"env_kwargs must be JSON-serializable to go into a dataset row: {exc}") from None
     rows = []
     for seed in seeds:
-        extra_info: dict[str, Any] = {"env_id": env_id, "seed": seed}
-        if env_kwargs:  # Parquet cannot store an empty struct
-            extra_info["env_kwargs"] = dict(env_kwargs)
+        extra_info: dict[str, Any] = {"env_id": env_id, "seed": _seed(seed), "env_kwargs": kwargs_text}
         env = AgentenvsTextEnv(extras={"extra_info": extra_info})
         try:
             prompt, _ = env.init([])

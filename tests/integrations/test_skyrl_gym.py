@@ -3,9 +3,11 @@ turn by turn against the same episode in ``gym.make``."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 skyrl_gym = pytest.importorskip(
@@ -15,6 +17,7 @@ from omegaconf import DictConfig  # noqa: E402  (skyrl-gym's own dependency)
 from skyrl_gym.metrics import aggregate_for_environment  # noqa: E402
 
 from agentenvs.core.prompting import chat_messages  # noqa: E402
+from agentenvs.core.registration import UnknownEnvError, main_ids  # noqa: E402
 from agentenvs.integrations.skyrl_gym import ENV_CLASS, AgentenvsTextEnv, dataset_rows  # noqa: E402
 
 from expert_episodes import Episode, expert_episode  # noqa: E402
@@ -135,6 +138,11 @@ def test_dataset_rows_hold_the_prompt_init_returns_and_task_ids_pick_tasks():
         ({"env_id": "agentenvs/Sokoban-v0", "seed": True}, "non-negative integer"),
         ({"env_id": "agentenvs/Sokoban-v0", "seed": -3}, "non-negative integer"),
         ({"env_id": "agentenvs/Sokoban-v0", "task_id": 7}, "must be a string"),
+        ({"env_id": "agentenvs/Sokoban-v0", "seed": np.float64(1.0)}, "non-negative integer"),
+        ({"env_id": "agentenvs/Sokoban-v0", "seed": np.True_}, "non-negative integer"),
+        ({"env_id": "agentenvs/Sokoban-v0", "seed": np.int64(-1)}, "non-negative integer"),
+        ({"env_id": "agentenvs/Sokoban-v0", "seed": 1, "env_kwargs": "{max_turns: 2"}, "not valid JSON"),
+        ({"env_id": "agentenvs/Sokoban-v0", "seed": 1, "env_kwargs": "[2]"}, "must be a JSON object"),
     ],
 )
 def test_a_row_that_names_no_task_is_refused_with_its_reason(extra_info, message):
@@ -155,5 +163,81 @@ def test_rows_written_to_parquet_and_read_as_skyrls_dataset_reads_them_play_the_
         prompt, env_class = row.pop("prompt"), row.pop("env_class")
         env = skyrl_gym.make(env_class, env_config=DictConfig({}), extras=row)
         assert env.init(prompt)[0] == written["prompt"] == prompt
-        assert env.max_turns == written["extra_info"].get("env_kwargs", {}).get("max_turns", 3)
+        assert env.max_turns == json.loads(written["extra_info"]["env_kwargs"]).get("max_turns", 3)
         env.close()
+
+
+def init_through_skyrl(extras: dict, prompt: list | None = None) -> tuple[list, int]:
+    """``skyrl_gym.make`` and ``init`` as SkyRL's generator calls them: the conversation and ``max_turns``."""
+    env = skyrl_gym.make(ENV_CLASS, env_config=DictConfig({}), extras=extras)
+    try:
+        conversation, _ = env.init(prompt or [])
+        return conversation, env.max_turns
+    finally:
+        env.close()
+
+
+def reset_info(env_id: str, seed: int, **env_kwargs) -> dict:
+    """The reset ``info`` of the same episode made by ``gym.make``."""
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        return env.reset(seed=seed)[1]
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "FrozenLake-v1", "MiniGrid-Empty-5x5-v0"])
+def test_an_id_outside_agentenvs_registry_is_refused_in_one_line_naming_it(env_id):
+    if env_id.startswith("MiniGrid"):
+        pytest.importorskip("minigrid", reason="minigrid comes with the BabyAI extra")
+    assert env_id in gym.registry  # gymnasium knows it: only agentenvs' registry can refuse it
+    for env_config, extra_info in [({}, {"env_id": env_id, "seed": 1}), ({"env_id": env_id}, {"seed": 1})]:
+        with pytest.raises(UnknownEnvError) as refused:
+            skyrl_gym.make(ENV_CLASS, env_config=DictConfig(env_config), extras={"extra_info": extra_info})
+        message = str(refused.value)
+        assert repr(env_id) in message and "registered agentenvs id" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("env_id", main_ids())
+def test_max_turns_after_init_is_the_episodes_own_limit(env_id):
+    limits = {}
+    for seed in (11, 12):
+        _, limits[seed] = init_through_skyrl({"extra_info": {"env_id": env_id, "seed": seed}})
+        assert limits[seed] == reset_info(env_id, seed)["max_turns"], (env_id, seed)
+    if env_id == "agentenvs/BabyAI-v0":  # each level sets its own limit at reset (the issue's two seeds)
+        assert limits == {11: 64, 12: 576}
+
+
+@pytest.mark.parametrize("seed", [np.int64(4), np.int32(4), np.uint16(4)])
+def test_numpy_integer_seeds_play_the_task_of_the_same_int(seed):
+    env_id = "agentenvs/Sokoban-v0"
+    expected = init_through_skyrl({"extra_info": {"env_id": env_id, "seed": 4}})
+    assert init_through_skyrl({"extra_info": {"env_id": env_id, "seed": seed}}) == expected
+    (row,) = dataset_rows(env_id, [seed])
+    assert type(row["extra_info"]["seed"]) is int and row["prompt"] == expected[0]
+
+
+def test_rows_of_every_env_share_one_parquet_file_and_keep_their_own_kwargs(tmp_path):
+    datasets = pytest.importorskip("datasets", reason="datasets comes with the test extra (through verl)")
+    # the issue's pair first: Arrow merged their kwargs dicts into {'max_turns': 6, 'split': None}
+    cases = [("agentenvs/BabyAI-v0", 3, {"max_turns": 6}), ("agentenvs/TextCraft-v0", 5, {"split": "test"})]
+    kinds = [{"max_turns": 2}, {"split": "test"}, {}, {"split": "valid", "max_turns": 3}]
+    cases += [(env_id, 1, kinds[index % len(kinds)]) for index, env_id in enumerate(main_ids())]
+    rows = [row for env_id, seed, kwargs in cases for row in dataset_rows(env_id, [seed], env_kwargs=kwargs)]
+    path = tmp_path / "mixed.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(path))
+    loaded = datasets.load_dataset("parquet", data_files=str(path), keep_in_memory=True)["train"]
+    assert len(loaded) == len(cases)
+    for row, written, (env_id, seed, kwargs) in zip(loaded, rows, cases, strict=True):
+        # SkyRL's PromptDataset: the prompt and env_class out, every other column becomes the env's extras
+        prompt, env_class = row.pop("prompt"), row.pop("env_class")
+        assert env_class == ENV_CLASS
+        conversation, max_turns = init_through_skyrl(row, prompt)
+        assert conversation == written["prompt"] == prompt, env_id
+        assert max_turns == reset_info(env_id, seed, **kwargs)["max_turns"], env_id
+        if "max_turns" in kwargs:
+            assert max_turns == kwargs["max_turns"], env_id
+        assert json.loads(row["extra_info"]["env_kwargs"]) == kwargs  # JSON text: one string column
+    # a mapping is still read as the kwargs (rows written before they were JSON text)
+    extras = {"extra_info": {"env_id": "agentenvs/BabyAI-v0", "seed": 3, "env_kwargs": {"max_turns": 6}}}
+    assert init_through_skyrl(extras) == (rows[0]["prompt"], 6)
