@@ -3,12 +3,12 @@
 # (torch's CPU build first, then the wheel with the envs and train extras), and from a folder that holds no
 # checkout run every main id with its expert and one iteration of a training config found by name.
 #
-#   bash scripts/wheel_check.sh            # CI's wheel lane; PYTHON=python3.11 picks the interpreter
+#   bash scripts/wheel_check.sh     # CI's wheel lane (3 to 5 minutes); PYTHON=python3.11 picks the interpreter
 #
 # Everything it writes lies in one temporary folder (mktemp -d), removed at the end (KEEP=1 keeps it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-python=${PYTHON:-python3}
+python=${PYTHON:-$(command -v python || command -v python3)}
 work=$(mktemp -d "${TMPDIR:-/tmp}/agentenvs-wheel.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then echo "keeping ${work}"; else trap 'rm -rf "$work"' EXIT; fi
 unset PYTHONPATH  # the venv must import the installed wheel, never the checkout

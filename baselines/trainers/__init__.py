@@ -4,8 +4,10 @@
 module             holds
 =================  ===========================================================
 ``config``         ``TrainConfig`` in sections (env, policy, sampler, optim,
-                   algorithm, run), YAML loading, ``--set`` overrides, errors
+                   algorithm, run), YAML loading (a file or a packaged
+                   config's name), ``--set`` overrides, errors
 ``cli``            ``python -m baselines.trainers --config FILE [--set ...]``
+                   (or ``--config NAME``: ``mini_sokoban``, from any folder)
 ``models``         the policy model and tokenizer, the frozen reference copy,
                    the sampling vocabulary
 ``sampler``        the prompt template, sampling backend, grouped envs,
