@@ -37,7 +37,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 
 class ConfigError(ValueError):
@@ -124,6 +124,8 @@ class AlgorithmOptions:
     name: ClassVar[str] = ""
 
 
+OptionsT = TypeVar("OptionsT", bound=AlgorithmOptions)
+
 SECTIONS: dict[str, type] = {
     "env": EnvSection,
     "policy": PolicySection,
@@ -181,6 +183,14 @@ class TrainConfig:
         values = {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
         values["algorithm"] = {"name": self.algorithm.name, **dataclasses.asdict(self.algorithm)}
         return values
+
+    def algorithm_options(self, kind: type[OptionsT]) -> OptionsT:
+        """The algorithm section as ``kind``, the ``Options`` of the algorithm it names."""
+        if not isinstance(self.algorithm, kind):
+            raise ConfigError(
+                f"the algorithm section holds {type(self.algorithm).__name__}, not {kind.__name__}"
+            )
+        return self.algorithm
 
     def with_overrides(self, assignments: Sequence[str]) -> TrainConfig:
         """Apply ``section.key=value`` (or ``section=<mapping>``) strings; values are read as YAML."""

@@ -147,7 +147,7 @@ class CriticFree:
 
     def __init__(self, run: TrainingRun) -> None:
         self.run = run
-        self.options: CriticFreeOptions = run.config.algorithm  # type: ignore[assignment]
+        self.options = run.config.algorithm_options(CriticFreeOptions)
         self.label = self.options.estimator
         self.reference = frozen_copy(run.model) if run.config.optim.kl_coef else None
 

@@ -153,7 +153,7 @@ class PPO:
 
     def __init__(self, run: TrainingRun) -> None:
         self.run = run
-        self.options: PPOOptions = run.config.algorithm  # type: ignore[assignment]
+        self.options = run.config.algorithm_options(PPOOptions)
         self.label = f"ppo-{self.options.reward_placement}"
         self.critic = ValueModel(copy.deepcopy(run.model)).to(run.config.policy.device)
         self.reference = frozen_copy(run.model) if run.config.optim.kl_coef else None

@@ -144,7 +144,7 @@ class SweetRL:
 
     def __init__(self, run: TrainingRun) -> None:
         self.run = run
-        self.options: SweetRLOptions = run.config.algorithm  # type: ignore[assignment]
+        self.options = run.config.algorithm_options(SweetRLOptions)
         self.reference = frozen_copy(run.model)
         self.critic = copy.deepcopy(run.model)
         self.critic_optimizer = run.add_trained("critic", self.critic, self.options.critic_lr)

@@ -174,7 +174,7 @@ class VinePPO:
 
     def __init__(self, run: TrainingRun) -> None:
         self.run = run
-        self.options: VinePPOOptions = run.config.algorithm  # type: ignore[assignment]
+        self.options = run.config.algorithm_options(VinePPOOptions)
         self.label = "vineppo"
         self.reference = frozen_copy(run.model) if run.config.optim.kl_coef else None
 
