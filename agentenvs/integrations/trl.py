@@ -31,7 +31,8 @@ dataset row (``prompt``)   one ``reset(seed=s)`` per seed given: the chat
                            messages of :func:`agentenvs.core.prompting.chat_messages`
                            (system: ``env.unwrapped.instructions``; user: the
                            first observation, and the admissible actions
-                           where ``info`` lists them)
+                           where ``info`` lists them); the first message also
+                           carries the seed, ``SEED_FIELD`` (below)
 a completion               a whole episode: the model's reply of each turn,
                            then the next observation as a user turn in the
                            model's chat template; ``env_mask`` is 1 on the
@@ -57,9 +58,25 @@ privileged info            never shown: prompts hold only observations,
                            ``info["privileged"]`` is neither rendered nor kept
 =========================  =====================================================
 
-Each finished episode goes to ``on_episode`` as an :class:`Episode` (seed,
-replies, rewards, components, state keys), enough to replay it through
-``gym.make``. The adapter calls ``GRPOTrainer._generate_single_turn``, the
+How the seed reaches the rollout. TRL 1.16 calls ``rollout_func(prompts, trainer)``
+(``GRPOTrainer._generate``) with a deep copy of the batch's ``prompt`` column and
+nothing else: the dataset's other columns go to the reward functions only, after
+the rollout. Two seeds can start different tasks behind the same text (Sokoban
+seeds 1 and 33, ColBench seeds 2 and 4), so the text cannot name the seed.
+The seed therefore travels inside the prompt as data, not text: the first
+message of each row holds the field ``agentenvs_seed`` (:data:`SEED_FIELD`,
+the seed as a decimal string, since Arrow holds no integer past 2**63 - 1)
+beside ``role`` and ``content``. Datasets keep it (Arrow adds it, as ``None``,
+to the other messages), TRL passes the messages through unchanged, and the
+adapter renders only ``role`` and ``content`` through the chat template, so
+the model never sees it, whatever the template renders. A prompt without
+the field, or whose text is not the one its seed starts, is refused.
+
+Each finished episode goes to ``on_episode`` as an :class:`Episode` (id,
+``env_kwargs``, seed, replies, rewards, components, state keys): all that
+``gym.make(episode.env_id, **episode.env_kwargs)`` needs to replay it.
+
+The adapter calls ``GRPOTrainer._generate_single_turn``, the
 method TRL's own tool loop generates each turn with, so sampling follows the
 trainer's configuration; that method is TRL 1.16's (the ``trl`` extra pins
 it). Tested in one process (transformers generation on CPU); with several
@@ -83,6 +100,8 @@ from agentenvs.core.prompting import chat_messages
 
 # the turn reward equals Σ weight · component up to float summation order
 REWARD_TOLERANCE = 1e-6
+# the field of a prompt's first message that holds its seed (a decimal string), never rendered
+SEED_FIELD = "agentenvs_seed"
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,7 @@ class Episode:
     """
 
     env_id: str
+    env_kwargs: dict[str, Any]
     seed: int
     task_id: str
     responses: tuple[str, ...]
@@ -130,6 +150,11 @@ def _prompt_key(messages: Sequence[Mapping[str, Any]]) -> tuple[tuple[str, str],
     return tuple((str(message["role"]), str(message["content"])) for message in messages)
 
 
+def _chat(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The messages as the model sees them: role and content only (never the seed field)."""
+    return [{"role": str(message["role"]), "content": str(message["content"])} for message in messages]
+
+
 class _Rollout:
     """One episode in progress inside a batch."""
 
@@ -159,9 +184,13 @@ class GRPOEnvironment:
 
     Args:
         env_id: a registered id, e.g. ``"agentenvs/Sokoban-v0"``.
-        seeds: the ``reset`` seeds that make the training prompts (one dataset row each).
+        seeds: the ``reset`` seeds that make the training prompts (one dataset row each). Seeds whose
+            prompts read alike stay apart: the row carries its seed (module docstring).
         env_kwargs: passed to every ``gym.make`` (``split``, ``max_turns``, ``reward_weights``, …).
         on_episode: called with each finished :class:`Episode` (to log or store it).
+
+    ``prompts[i]`` holds the chat messages of ``seeds[i]`` as the model reads them (:meth:`train_dataset`
+    adds the seed field to each), ``task_ids[i]`` the task that seed starts.
     """
 
     def __init__(
@@ -179,20 +208,19 @@ class GRPOEnvironment:
         probe = self._envs[0].unwrapped
         self.instructions: str = probe.instructions
         self.reward_weights: dict[str, float] = dict(probe.reward_weights)
+        self.seeds: list[int] = []
+        self.task_ids: list[str] = []
         self.prompts: list[list[dict[str, str]]] = []
-        self._seed_of: dict[tuple[tuple[str, str], ...], tuple[int, str]] = {}
+        # each seed's prompt, to refuse a prompt whose text is not the one its seed field names
+        self._prompt_of: dict[int, tuple[tuple[str, str], ...]] = {}
         for seed in seeds:
             if isinstance(seed, bool) or not isinstance(seed, int):
                 raise TypeError(f"seeds must be ints, got {seed!r}")
             observation, info = self._envs[0].reset(seed=seed)
             messages = chat_messages(self.instructions, observation, info)
-            key = _prompt_key(messages)
-            known = self._seed_of.setdefault(key, (seed, str(info["task_id"])))
-            if known[1] != str(info["task_id"]):
-                raise ValueError(
-                    f"seeds {known[0]} and {seed} start tasks {known[1]!r} and {info['task_id']!r} "
-                    "with the same prompt; the trainer could not tell them apart: leave one out"
-                )
+            self._prompt_of[seed] = _prompt_key(messages)
+            self.seeds.append(seed)
+            self.task_ids.append(str(info["task_id"]))
             self.prompts.append(messages)
         if not self.prompts:
             raise ValueError("seeds is empty: the trainer needs at least one prompt")
@@ -207,11 +235,16 @@ class GRPOEnvironment:
             env.close()
         self._envs = []
 
+    def dataset_prompt(self, index: int) -> list[dict[str, str]]:
+        """The ``index``-th row's ``prompt``: its chat messages, the first also holding :data:`SEED_FIELD`."""
+        first, *rest = self.prompts[index]
+        return [{**first, SEED_FIELD: str(self.seeds[index])}, *(dict(message) for message in rest)]
+
     def train_dataset(self) -> Any:
-        """A ``datasets.Dataset`` with one ``prompt`` (chat messages) per seed."""
+        """A ``datasets.Dataset`` with one ``prompt`` (chat messages, carrying the seed) per seed."""
         from datasets import Dataset
 
-        return Dataset.from_list([{"prompt": messages} for messages in self.prompts])
+        return Dataset.from_list([{"prompt": self.dataset_prompt(index)} for index in range(len(self.seeds))])
 
     def trainer_kwargs(self) -> dict[str, Any]:
         """``train_dataset``, ``reward_funcs`` and ``rollout_func`` for ``GRPOTrainer(...)``."""
@@ -224,7 +257,7 @@ class GRPOEnvironment:
     # ------------------------------------------------------------------ the rollout
     def __call__(self, prompts: Sequence[Sequence[Mapping[str, Any]]], trainer: Any) -> dict[str, Any]:
         """Play one episode per prompt with the trainer's model (TRL's ``rollout_func`` contract)."""
-        seeds = [self._seed_of_prompt(prompt) for prompt in prompts]
+        seeds = [self.seed_of(prompt) for prompt in prompts]
         tokenizer = trainer.processing_class
         template_kwargs = dict(getattr(trainer, "chat_template_kwargs", None) or {})
         budget = int(trainer.max_completion_length)
@@ -257,13 +290,28 @@ class GRPOEnvironment:
             "agentenvs_returns": [self._component_returns(rollout) for rollout in rollouts],
         }
 
-    def _seed_of_prompt(self, prompt: Sequence[Mapping[str, Any]]) -> int:
-        known = self._seed_of.get(_prompt_key(prompt))
-        if known is None:
+    def seed_of(self, prompt: Sequence[Mapping[str, Any]]) -> int:
+        """The seed a prompt of :meth:`train_dataset` carries, as ``rollout_func`` receives the prompt.
+
+        Read from :data:`SEED_FIELD`, never from the text; refused (``ValueError``) when the field is
+        missing, names a seed this environment was not built with, or the text is not that seed's prompt.
+        """
+        field = prompt[0].get(SEED_FIELD) if prompt and isinstance(prompt[0], Mapping) else None
+        if not isinstance(field, str):
             raise ValueError(
-                "a prompt the rollout did not build reached it: train on GRPOEnvironment's own dataset"
+                f"a prompt the rollout did not build reached it (its first message has no {SEED_FIELD!r}): "
+                "train on GRPOEnvironment's own dataset"
             )
-        return known[0]
+        try:
+            seed = int(field)
+        except ValueError:
+            raise ValueError(f"a prompt's {SEED_FIELD!r} is not a seed: {field!r}") from None
+        if self._prompt_of.get(seed) != _prompt_key(prompt):
+            raise ValueError(
+                f"a prompt the rollout did not build reached it: its {SEED_FIELD!r} says seed {seed}, whose "
+                "prompt it is not; train on GRPOEnvironment's own dataset"
+            )
+        return seed
 
     def _start(
         self,
@@ -278,7 +326,7 @@ class GRPOEnvironment:
             raise RuntimeError(f"{self.env_id} reset(seed={seed}) no longer gives the prompt it gave before")
         prompt_ids = list(
             tokenizer.apply_chat_template(
-                list(prompt), add_generation_prompt=True, tokenize=True, return_dict=False, **template_kwargs
+                _chat(prompt), add_generation_prompt=True, tokenize=True, return_dict=False, **template_kwargs
             )
         )
         return _Rollout(env, seed, prompt_ids, info)
@@ -333,6 +381,7 @@ class GRPOEnvironment:
     def _episode(self, rollout: _Rollout) -> Episode:
         return Episode(
             env_id=self.env_id,
+            env_kwargs=dict(self.env_kwargs),
             seed=rollout.seed,
             task_id=rollout.task_id,
             responses=tuple(rollout.responses),

@@ -24,9 +24,10 @@ dataset row                one ``reset(seed=s)`` per seed given: ``prompt`` is
                            (a decimal string) and the task id
 ``setup_state``            a fresh ``gym.make(env_id, **env_kwargs)`` per
                            rollout, reset with the row's seed (nothing shared
-                           between concurrent rollouts)
-``env_response``           one ``env.step(the last assistant message's text)``;
-                           the next observation as the user turn
+                           between concurrent rollouts), in a worker thread
+``env_response``           one ``env.step(the last assistant message's text)``,
+                           in a worker thread; the next observation as the
+                           user turn
 ``final_env_response``     set on the env's ``terminated`` or ``truncated``
                            (``max_turns``): the last observation, and the
                            rollout stops
@@ -44,6 +45,18 @@ privileged info            never shown: messages hold only observations,
                            ``info["privileged"]`` is neither rendered nor kept
 =========================  =====================================================
 
+verifiers runs every rollout of an evaluation as a coroutine on one event
+loop, and the env's calls block (a step may run code, render a page or
+search an index; WebShop's first load takes 10–16 s). So ``gym.make`` with
+``reset``, each ``step`` and ``close`` run in a worker thread
+(``asyncio.to_thread``): while one env works, the other rollouts keep
+generating and stepping. Each env is used by one rollout, one call at a
+time (each call is awaited before the next); envs of different rollouts
+run side by side in the default executor's threads. Where verifiers'
+``timeout_seconds`` cuts a rollout off inside a call, that call runs on in
+its thread (a thread cannot be stopped) and the env is closed when it
+returns, never while it runs.
+
 A reply that stops early (the model's token limit) still goes to the env as
 written. verifiers ends some rollouts by itself, before the env sees the
 reply: an empty reply (``EmptyModelResponseError``, where ``gym.make`` would
@@ -56,8 +69,10 @@ venv of its own: verifiers 0.3.1 requires ``openai-agents``, which needs
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -131,26 +146,30 @@ class AgentEnvsMultiTurnEnv(vf.MultiTurnEnv):
         super().__init__(dataset=dataset, eval_dataset=dataset, rubric=rubric, env_id=env_id)
 
     async def setup_state(self, state: vf.State, **kwargs: Any) -> vf.State:
-        env = gym.make(self.gym_id, **self.env_kwargs)
-        observation, info = env.reset(seed=int(state["info"]["seed"]))
-        state[EPISODE_KEY] = {
-            "env": env,
-            "observation": observation,
-            "info": info,
+        calls = _EnvCalls()
+        episode = state[EPISODE_KEY] = {
+            "calls": calls,
             "responses": [],
             "rewards": [],
             "components": [],
-            "state_keys": [str(info["state_key"])],
+            "state_keys": [],
             "outcome": {},
             "terminated": False,
             "truncated": False,
         }
+        # off the event loop: one slow env (a first data load) must not stall every other rollout
+        observation, info = await calls.run(
+            calls.make_and_reset, self.gym_id, self.env_kwargs, int(state["info"]["seed"])
+        )
+        episode["observation"], episode["info"] = observation, info
+        episode["state_keys"].append(str(info["state_key"]))
         return state
 
     async def env_response(self, messages: vf.Messages, state: vf.State, **kwargs: Any) -> vf.Messages:
         episode = state[EPISODE_KEY]
         response = _message_text(messages[-1])
-        observation, reward, terminated, truncated, info = episode["env"].step(response)
+        calls: _EnvCalls = episode["calls"]
+        observation, reward, terminated, truncated, info = await calls.run(calls.step, response)
         episode["responses"].append(response)
         episode["rewards"].append(float(reward))
         episode["components"].append(
@@ -171,10 +190,64 @@ class AgentEnvsMultiTurnEnv(vf.MultiTurnEnv):
         """Close the rollout's env; the episode record stays, JSON-ready (replies, rewards, components,
         state keys, outcome), without the env and its last observation and info."""
         episode = state.get(EPISODE_KEY)
-        if episode is not None and "env" in episode:
-            episode.pop("env").close()
-            episode.pop("observation")
-            episode.pop("info")
+        if episode is None or "calls" not in episode:
+            return
+        calls: _EnvCalls = episode.pop("calls")
+        episode.pop("observation", None)
+        episode.pop("info", None)
+        if calls.close_when_idle():
+            await asyncio.to_thread(calls.close)
+
+
+class _EnvCalls:
+    """One rollout's env, its blocking calls run in worker threads (``asyncio.to_thread``), one at a time.
+
+    verifiers' timeout cancels a rollout while a call may still run in its thread (a thread cannot be
+    stopped); the env is then closed by that thread once the call returns, never while it runs.
+    """
+
+    def __init__(self) -> None:
+        self.env: gym.Env | None = None
+        self._lock = threading.Lock()
+        self._busy = False
+        self._close_requested = False
+
+    async def run(self, call: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(self._guarded, call, *args)
+
+    def _guarded(self, call: Callable[..., Any], *args: Any) -> Any:
+        with self._lock:
+            if self._close_requested:
+                raise RuntimeError("the rollout's env is closed")
+            self._busy = True
+        try:
+            return call(*args)
+        finally:
+            with self._lock:
+                self._busy = False
+                close = self._close_requested
+            if close:
+                self.close()
+
+    def make_and_reset(self, env_id: str, env_kwargs: Mapping[str, Any], seed: int) -> tuple[Any, Any]:
+        self.env = gym.make(env_id, **env_kwargs)
+        return self.env.reset(seed=seed)
+
+    def step(self, response: str) -> tuple[Any, ...]:
+        if self.env is None:
+            raise RuntimeError("the rollout's env was never made")
+        return self.env.step(response)
+
+    def close_when_idle(self) -> bool:
+        """True: no call runs, close now; False: a call runs, and its thread closes the env after it."""
+        with self._lock:
+            self._close_requested = True
+            return not self._busy
+
+    def close(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            env.close()
 
 
 def _message_text(message: Any) -> str:

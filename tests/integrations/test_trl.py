@@ -3,12 +3,15 @@ Sokoban.
 
 The model samples only the tokens a bare Sokoban reply is made of (the moves, the separator, the end of
 text, which is favoured so that replies stay short), so its random replies are sometimes legal and sometimes
-not, and a group's rewards differ.
+not, and a group's rewards differ. The seeds include 1 and 33, two tasks that start with the same prompt
+text, and the env runs with non-default ``env_kwargs``, so a replay needs the recorded seed and kwargs.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+from types import SimpleNamespace
 
 import gymnasium as gym
 import pytest
@@ -16,10 +19,18 @@ import pytest
 trl = pytest.importorskip("trl", reason="the trl extra is not installed: pip install -e '.[trl]'")
 torch = pytest.importorskip("torch")
 
+from agentenvs.core.registration import main_ids  # noqa: E402
 from agentenvs.integrations.trl import Episode, GRPOEnvironment  # noqa: E402
 from baselines.tiny import CHAT_TEMPLATE, bpe_tokenizer, random_causal_lm  # noqa: E402
 
 ENV_ID = "agentenvs/Sokoban-v0"
+# the field of a dataset prompt's first message that carries its seed (agentenvs.integrations.trl.SEED_FIELD)
+SEED_FIELD = "agentenvs_seed"
+# Sokoban seeds 1 and 33 start different tasks behind the same prompt text
+SAME_TEXT_SEEDS = (1, 33)
+TRAINED_SEEDS = [1, 33, 0, 2]
+# not the defaults: a replay that left them out would score the same replies differently
+ENV_KWARGS = {"max_turns": 2, "reward_weights": {"step_penalty": -0.25, "invalid_action": -0.5}}
 MOVES = ["up", "down", "left", "right"]
 SEPARATOR = "||"
 
@@ -50,9 +61,11 @@ def bare_moves_only(tokenizer) -> dict:
     }
 
 
-def replay(episode: Episode) -> Episode:
-    """The same seed and replies played through ``gym.make`` directly."""
-    env = gym.make(episode.env_id)
+def replay(episode: Episode, env_kwargs: dict | None = None) -> Episode:
+    """The same seed and replies played through ``gym.make(episode.env_id, **episode.env_kwargs)`` directly
+    (or with ``env_kwargs`` instead, where given)."""
+    env_kwargs = episode.env_kwargs if env_kwargs is None else env_kwargs
+    env = gym.make(episode.env_id, **env_kwargs)
     _, info = env.reset(seed=episode.seed)
     rewards, components, keys = [], [], [info["state_key"]]
     terminated = truncated = False
@@ -63,6 +76,7 @@ def replay(episode: Episode) -> Episode:
         keys.append(info["state_key"])
     return Episode(
         env_id=episode.env_id,
+        env_kwargs=env_kwargs,
         seed=episode.seed,
         task_id=info["task_id"],
         responses=episode.responses,
@@ -78,7 +92,9 @@ def replay(episode: Episode) -> Episode:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     episodes: list[Episode] = []
-    environment = GRPOEnvironment(ENV_ID, seeds=range(4), on_episode=episodes.append)
+    environment = GRPOEnvironment(
+        ENV_ID, seeds=TRAINED_SEEDS, env_kwargs=ENV_KWARGS, on_episode=episodes.append
+    )
     model, tokenizer = tiny_policy(environment)
     before = {name: tensor.detach().clone() for name, tensor in model.named_parameters()}
     config = trl.GRPOConfig(
@@ -142,9 +158,23 @@ def test_each_reward_component_is_logged_and_they_add_up_to_the_return(trained):
 def test_recorded_episodes_replay_identically_through_gym_make(trained):
     _, _, episodes, _ = trained
     for episode in episodes:
+        assert episode.env_kwargs == ENV_KWARGS
         assert replay(episode) == episode
         ended = episode.terminated or episode.truncated or episode.out_of_tokens
         assert ended and len(episode.state_keys) == len(episode.responses) + 1
+    # the kwargs matter: without them the same replies score otherwise
+    assert any(replay(episode, env_kwargs={}).rewards != episode.rewards for episode in episodes)
+
+
+def test_seeds_with_the_same_prompt_text_train_as_the_tasks_their_rows_name(trained):
+    _, environment, episodes, _ = trained
+    first, second = (environment.prompts[TRAINED_SEEDS.index(seed)] for seed in SAME_TEXT_SEEDS)
+    assert first == second
+    # every row was drawn, 4 generations each, and each episode played its own row's seed and task
+    assert sorted(episode.seed for episode in episodes) == sorted(TRAINED_SEEDS * 4)
+    for episode in episodes:
+        assert episode.task_id == environment.task_ids[TRAINED_SEEDS.index(episode.seed)]
+    assert {episode.task_id for episode in episodes} == set(environment.task_ids) and len(episodes) == 16
 
 
 CHATML = (
@@ -188,8 +218,92 @@ def test_one_dataset_row_per_seed_and_a_foreign_prompt_is_refused():
     assert len(rows) == 3 and rows[0]["prompt"] == rows[1]["prompt"] != rows[2]["prompt"]
     env = gym.make(ENV_ID)
     observation, _ = env.reset(seed=5)
-    assert rows[2]["prompt"][0] == {"role": "system", "content": env.unwrapped.instructions}
+    assert rows[2]["prompt"][0] == {
+        "role": "system",
+        "content": env.unwrapped.instructions,
+        SEED_FIELD: "5",
+    }
     assert observation in rows[2]["prompt"][1]["content"] and "privileged" not in str(rows[2]["prompt"])
     foreign = [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]
-    with pytest.raises(ValueError, match="did not build"):  # refused before any trainer is asked to generate
-        environment([rows[0]["prompt"], foreign], trainer=None)
+    # refused before any trainer is asked to generate: no seed field, a seed not built, a seed on other text
+    for prompt in (
+        foreign,
+        [{**foreign[0], SEED_FIELD: "3"}, foreign[1]],
+        [{**rows[2]["prompt"][0], SEED_FIELD: "4"}, rows[2]["prompt"][1]],
+        [{**rows[2]["prompt"][0], SEED_FIELD: "3"}, rows[2]["prompt"][1]],
+    ):
+        with pytest.raises(ValueError, match="did not build"):
+            environment([rows[0]["prompt"], prompt], trainer=None)
+
+
+class StubTokenizer:
+    """A tokenizer whose chat template writes each message's role and content, one token a character, and
+    records the messages it rendered; it decodes every reply to nothing."""
+
+    eos_token_id = -1
+
+    def __init__(self) -> None:
+        self.rendered: list[dict] = []
+
+    def apply_chat_template(self, messages, add_generation_prompt, **_):
+        self.rendered += messages
+        ids = [ord(char) for message in messages for char in f"{message['role']}:{message['content']};"]
+        return ids + ([0] if add_generation_prompt else [])
+
+    def decode(self, ids, skip_special_tokens):
+        return ""
+
+
+def one_turn_trainer() -> SimpleNamespace:
+    """What ``rollout_func`` reads of a ``GRPOTrainer``, with no room for a single completion token: each
+    episode is its reset and one empty (invalid) turn."""
+    return SimpleNamespace(
+        processing_class=StubTokenizer(),
+        max_completion_length=0,
+        _generate_single_turn=lambda prompt_ids, *_: ([[] for _ in prompt_ids], None),
+    )
+
+
+def rollout_dataset(environment: GRPOEnvironment, trainer: SimpleNamespace, batch: int) -> None:
+    """Call ``rollout_func`` as ``GRPOTrainer._generate`` does: the rows' ``prompt`` column, deep-copied, a
+    batch at a time."""
+    prompts = environment.train_dataset()["prompt"]
+    for start in range(0, len(prompts), batch):
+        environment(copy.deepcopy(prompts[start : start + batch]), trainer)
+
+
+@pytest.mark.parametrize("env_id", main_ids())
+def test_every_main_id_trains_on_256_tasks_whose_prompts_map_back_to_their_seeds(env_id):
+    episodes: list[Episode] = []
+    environment = GRPOEnvironment(env_id, seeds=range(256), on_episode=episodes.append)
+    try:
+        rollout_dataset(environment, one_turn_trainer(), batch=8)
+    finally:
+        environment.close()
+    assert [episode.seed for episode in episodes] == list(range(256))
+    assert len({episode.task_id for episode in episodes}) == 256
+
+
+def test_rollout_func_plays_each_prompt_s_own_seed_where_prompt_texts_coincide():
+    """ColBench seeds 2 and 4 (and 1 and 3) start different tasks, with different hidden specs, behind the
+    same text: each plays its own, and the seed field never reaches the chat template."""
+    env_id, seeds = "agentenvs/ColBench-v0", list(range(8))
+    episodes: list[Episode] = []
+    environment = GRPOEnvironment(env_id, seeds=seeds, on_episode=episodes.append)
+    assert (
+        environment.prompts[2] == environment.prompts[4]
+        and environment.task_ids[2] != environment.task_ids[4]
+    )
+    trainer = one_turn_trainer()
+    rollout_dataset(environment, trainer, batch=len(seeds))
+    environment.close()
+    assert [episode.seed for episode in episodes] == seeds
+    assert [episode.task_id for episode in episodes] == environment.task_ids
+    direct = gym.make(env_id)
+    for episode in episodes:
+        _, info = direct.reset(seed=episode.seed)
+        assert episode.state_keys[0] == info["state_key"]
+    assert len({episode.state_keys[0] for episode in episodes}) == len(seeds)
+    assert trainer.processing_class.rendered and all(
+        set(message) == {"role", "content"} for message in trainer.processing_class.rendered
+    )

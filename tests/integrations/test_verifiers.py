@@ -6,6 +6,9 @@ other word of a prompt reads as unknown), so its random replies are sometimes le
 A reply of nothing but the end of text is empty: verifiers itself ends such a rollout
 (``EmptyModelResponseError``), keeping the turns played before it.
 
+A slow test env (the counter fixture with a sleep in ``reset`` and ``step``) behind a scripted
+OpenAI-compatible server shows verifiers' concurrent rollouts overlapping their env calls.
+
 verifiers 0.3.1 requires openai-agents, which needs ``websockets<17``, below the test extra's, so this module
 runs in CI's verifiers step, in its own venv (``.venv-verifiers``: torch==2.13.0, then
 ``.[verifiers,train,serve]``).
@@ -17,6 +20,8 @@ import math
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -29,11 +34,15 @@ vf = pytest.importorskip(
 pytest.importorskip("torch")
 from agentenvs.agents.local import TransformersChat  # noqa: E402
 from agentenvs.agents.openai_server import create_app  # noqa: E402
+from agentenvs.core import EnvEntry  # noqa: E402
+from agentenvs.core.chat import ChatReply  # noqa: E402
 from agentenvs.integrations.verifiers import EPISODE_KEY, load_environment  # noqa: E402
 from baselines.tiny import CHAT_TEMPLATE, random_causal_lm  # noqa: E402
 
 from fixtures.app_server import serving  # noqa: E402
+from fixtures.counter_env import CounterEnv  # noqa: E402
 from fixtures.markdown import python_blocks  # noqa: E402
+from fixtures.registry import register_for_test  # noqa: E402
 
 ENV_ID = "agentenvs/Sokoban-v0"
 REPLY_WORDS = ["up", "down", "left", "right", "||", "<action>", "</action>"]
@@ -194,3 +203,143 @@ def test_seeds_past_the_int64_range_make_rows_that_reset_to_the_same_prompt():
         assert observation in row["prompt"][-1]["content"]
     with pytest.raises(TypeError, match="ints"):
         load_environment(ENV_ID, seeds=[1.5])
+
+
+SLOW_COUNTER = EnvEntry(
+    name="TestSlowCounter",
+    entry_point="fixtures.counter_env:CounterEnv",
+    summary="count to the target, slowly",
+    family="Counter",
+)
+# long enough that rollouts started together meet inside each other's env calls; no assertion reads time
+ENV_CALL_S = 0.5
+
+
+class CallLog:
+    """The order in which env calls started and ended, across the worker threads."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int]] = []
+        self._lock = threading.Lock()
+        self._envs: list = []  # held, so that no two envs of a test share an id()
+
+    def record(self, event: str, kind: str, env) -> None:
+        with self._lock:
+            self._envs.append(env)
+            self.events.append((event, kind, id(env)))
+
+    def slowed(self, kind: str, method):
+        log = self
+
+        def call(env, *args, **kwargs):
+            log.record("start", kind, env)
+            time.sleep(ENV_CALL_S)
+            try:
+                return method(env, *args, **kwargs)
+            finally:
+                log.record("end", kind, env)
+
+        return call
+
+    def logged(self, kind: str, method):
+        log = self
+
+        def call(env, *args, **kwargs):
+            log.record(kind, kind, env)
+            return method(env, *args, **kwargs)
+
+        return call
+
+    def most_in_flight(self, kind: str) -> int:
+        """The most calls of ``kind`` that had started and not yet ended at any one point."""
+        in_flight = most = 0
+        for event, event_kind, _ in self.events:
+            if event_kind == kind:
+                in_flight += 1 if event == "start" else -1
+                most = max(most, in_flight)
+        return most
+
+
+class ScriptedChat:
+    """What the local server asks of a chat model: every request answered with the same reply."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+
+    def context_length(self) -> int:
+        return 4096
+
+    def complete(self, messages, **_) -> ChatReply:
+        return ChatReply(self.reply, "stop", prompt_tokens=1, completion_tokens=1, attempts=1)
+
+
+@pytest.fixture
+def slow_counter(monkeypatch):
+    """A registered test env whose ``reset`` and ``step`` each sleep, logging when each call starts and
+    ends."""
+    log = CallLog()
+    monkeypatch.setattr(CounterEnv, "reset", log.slowed("reset", CounterEnv.reset))
+    monkeypatch.setattr(CounterEnv, "step", log.slowed("step", CounterEnv.step))
+    monkeypatch.setattr(CounterEnv, "close", log.logged("close", CounterEnv.close))
+    return register_for_test(monkeypatch, SLOW_COUNTER), log
+
+
+def evaluate_scripted(env, rollouts: int) -> list:
+    """verifiers' ``evaluate_sync`` of ``rollouts`` rows, one rollout each, against the local server whose
+    model answers ``<action>inc</action>`` to everything."""
+    with serving(create_app(ScriptedChat("<action>inc</action>"), "scripted")) as url:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(API_KEY_VARIABLE, "unused")
+            client = vf.ClientConfig(api_base_url=f"{url}/v1", api_key_var=API_KEY_VARIABLE, max_retries=0)
+            results = env.evaluate_sync(
+                client,
+                model="scripted",
+                num_examples=rollouts,
+                rollouts_per_example=1,
+                state_columns=[EPISODE_KEY],
+            )
+    return results["outputs"]
+
+
+def test_concurrent_rollouts_overlap_their_slow_env_calls(slow_counter):
+    """verifiers runs an evaluation's rollouts as coroutines on one event loop: an env call that blocked
+    the loop would run the rollouts' resets and steps one after the other."""
+    env_id, log = slow_counter
+    rollouts = 4
+    env = load_environment(env_id, seeds=range(rollouts), max_turns=2)
+    outputs = evaluate_scripted(env, rollouts)
+    assert len(outputs) == rollouts and all(output.get("error") is None for output in outputs)
+    played = [output[EPISODE_KEY] for output in outputs]
+    assert all(episode["terminated"] or episode["truncated"] for episode in played)
+    steps = sum(len(episode["responses"]) for episode in played)
+    # every call ran and ended: one reset per rollout (and the probe's, per seed, when the rows were built)
+    kinds = [kind for event, kind, _ in log.events if event == "end"]
+    assert kinds.count("step") == steps and kinds.count("reset") == 2 * rollouts
+    # rollouts overlapped inside their resets and inside their steps
+    assert log.most_in_flight("reset") >= 2
+    assert log.most_in_flight("step") >= 2
+
+
+def test_a_rollout_cut_off_inside_an_env_call_closes_its_env_after_the_call(slow_counter):
+    """verifiers' ``timeout_seconds`` cancels a rollout while its env call still runs in a worker thread:
+    the env is closed once, after that call has returned, never during it."""
+    env_id, log = slow_counter
+    rollouts = 3
+    env = load_environment(env_id, seeds=range(rollouts), max_turns=2)
+    env.timeout_seconds = ENV_CALL_S * 1.5  # inside the first step (or, on a slow machine, the reset)
+    outputs = evaluate_scripted(env, rollouts)
+    assert [output["stop_condition"] for output in outputs] == ["timeout_reached"] * rollouts
+    # the cut-off calls end, and close their envs, in their own threads (verifiers does not wait for them)
+    made = {env_key for event, kind, env_key in log.events if (event, kind) == ("start", "reset")}
+    deadline = time.monotonic() + 60
+    while not made <= {env_key for event, _, env_key in log.events if event == "close"}:
+        assert time.monotonic() < deadline, "an env was never closed"
+        time.sleep(0.05)
+    for env_key in made:
+        events = [(event, kind) for event, kind, key in log.events if key == env_key]
+        assert events.count(("close", "close")) == 1
+        last_call_end = max(index for index, (event, _) in enumerate(events) if event == "end")
+        assert events.index(("close", "close")) > last_call_end
+    for output in outputs:  # the record keeps what ended before the cut, JSON-ready
+        assert set(output[EPISODE_KEY]) >= {"responses", "rewards", "components", "state_keys"}
+        assert "calls" not in output[EPISODE_KEY]
