@@ -23,8 +23,8 @@ The rules, in the order they run (``RULES``):
 
 ``spaces``
     ``observation_space`` and ``action_space`` are ``gymnasium.spaces.Text``
-    of at least 4,096 characters, and every observation of a played episode
-    lies in ``observation_space``.
+    of at least 4,096 characters, and every observation of the first 50
+    turns of an episode lies in ``observation_space``.
 ``gymnasium``
     Gymnasium's own checker, ``gymnasium.utils.env_checker.check_env``, runs
     on the unwrapped env without an error or a warning (deprecations aside).
@@ -45,7 +45,9 @@ The rules, in the order they run (``RULES``):
     turn is 0; each transition holds ``state_key``, ``action``, ``reward``
     and ``next_state_key``, the last one ending in the info's ``state_key``;
     ``success`` (a bool) and ``score`` appear exactly when the episode ends;
-    ``turn`` never passes ``max_turns``; an episode ends within 1,000 turns.
+    ``turn`` never passes ``max_turns``; an episode ends within its
+    ``max_turns`` (every rule that plays whole episodes fails one that does
+    not end within 1,000 turns or its ``max_turns``, whichever is more).
 ``info_types``
     Info values keep one type per key, nested keys included, over twice as
     many episodes as ``seeds`` (each seed ``s`` and ``s + len(seeds)``), with
@@ -152,6 +154,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils import env_checker as gymnasium_checker
+from gymnasium.utils.passive_env_checker import env_render_passive_checker
 
 from agentenvs.core import registration
 from agentenvs.core.env import TURN_COMPONENTS, MissingProgram
@@ -185,7 +188,8 @@ BASE_INFO_KEYS = frozenset(
 )
 TRANSITION_KEYS = frozenset({"state_key", "action", "reward", "next_state_key"})
 MIN_SPACE_CHARS = 4096
-MAX_EPISODE_TURNS = 1000  # an episode that has not ended by then never will
+MAX_EPISODE_TURNS = 1000  # an episode that has not ended by then (or by its max_turns, if more) never will
+SPACES_TURNS = 50  # turns of an episode whose observations the spaces rule checks
 MAX_SNAPSHOT_BYTES = 65_536
 MAX_PICKLE_BYTES = 2_000_000
 ROLLOUT_TURNS = 12
@@ -446,9 +450,13 @@ class _Subject:
         self.instance: gym.Env[Any, Any] | None = None
         self.pickled: bytes | None = None
         self.pickle_error = ""
+        self.copyable = True
         if isinstance(target, str):
             importlib.import_module("agentenvs")  # registers the ids (core never imports the package)
             self.env_id: str | None = registration.resolve_id(target)
+            unavailable = registration.unavailable_reason(self.env_id)
+            if unavailable is not None:
+                raise ImportError(f"{self.env_id} cannot be checked here: it {unavailable}")
             self.spec = gym.spec(self.env_id)
             self.label = self.env_id
         else:
@@ -466,6 +474,10 @@ class _Subject:
                 self.pickled = pickle.dumps(target)
             except Exception as exc:
                 self.pickle_error = f"{type(exc).__name__}: {exc}"
+                try:
+                    copy.deepcopy(target)
+                except Exception:
+                    self.copyable = False
 
     def make(self, **overrides: Any) -> gym.Env[Any, Any]:
         """A fresh env; ``overrides`` are kwargs for an id, attributes set on the copy's unwrapped env."""
@@ -474,11 +486,10 @@ class _Subject:
         assert self.instance is not None
         if self.pickled is not None:
             env: gym.Env[Any, Any] = pickle.loads(self.pickled)
-        else:
-            try:
-                env = copy.deepcopy(self.instance)
-            except Exception:
-                env = self.instance
+        elif self.copyable:
+            env = copy.deepcopy(self.instance)
+        else:  # neither pickles nor deep-copies (the pickling rule says so): the rules share the instance
+            return self.instance
         for name, value in overrides.items():
             if isinstance(getattr(env.unwrapped, name, None), int):
                 setattr(env.unwrapped, name, value)
@@ -494,7 +505,7 @@ class _Subject:
             except (TypeError, ValueError):
                 return False
         assert self.instance is not None
-        return isinstance(getattr(self.instance.unwrapped, name, None), int)
+        return self.copyable and isinstance(getattr(self.instance.unwrapped, name, None), int)
 
     def child_target(self) -> tuple[str, bytes]:
         """How a child process rebuilds the env: ``("make", pickled factory)`` or ``("env", pickled env)``."""
@@ -531,18 +542,26 @@ def _episode(
     rng: np.random.Generator,
     each: Callable[[str, Step], None] | None = None,
     act: Callable[[Any, dict[str, Any]], object] | None = None,
+    turns: int | None = None,
 ) -> dict[str, Any]:
-    """Play one episode from ``reset(seed=seed)``; ``each`` sees every step with where it happened
-    (``"seed S, turn T"``); the last info is returned."""
+    """Play one episode from ``reset(seed=seed)`` (its first ``turns`` turns, when given); ``each`` sees
+    every step with where it happened (``"seed S, turn T"``); the last info is returned.
+
+    An episode must end within its declared ``max_turns``, or :data:`MAX_EPISODE_TURNS` when it declares
+    fewer (or none)."""
     observation, info = env.reset(seed=seed)
-    for turn in range(1, MAX_EPISODE_TURNS + 1):
+    declared = info.get("max_turns")
+    limit = max(MAX_EPISODE_TURNS, declared if isinstance(declared, int) else 0)
+    for turn in range(1, limit + 1):
+        if turns is not None and turn > turns:
+            return info
         response = act(observation, info) if act else choose_response(env, info, rng)
         observation, reward, terminated, truncated, info = env.step(response)
         if each is not None:
             each(f"seed {seed}, turn {turn}", (observation, reward, terminated, truncated, info))
         if terminated or truncated:
             return info
-    raise RuleFailed(f"seed {seed}: the episode did not end in {MAX_EPISODE_TURNS} turns")
+    raise RuleFailed(f"seed {seed}: the episode did not end in {limit} turns")
 
 
 def _expert(env: gym.Env[Any, Any]) -> Any | None:
@@ -585,7 +604,7 @@ def _rule_spaces(ctx: _Context) -> None:
                 f"the observation of {where} is outside observation_space: {short_repr(step[0])}",
             )
 
-        _episode(env, seed, rng, each)
+        _episode(env, seed, rng, each, turns=SPACES_TURNS)
     finally:
         _closing(env)
 
@@ -596,11 +615,13 @@ def _rule_gymnasium(ctx: _Context) -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                # without a render mode, its render check makes the env again from its spec, so an env
-                # built from its class (no spec) is render-checked only where it was given a render mode
+                # its render check remakes the env from its spec in each declared render mode; an env
+                # built from its class has no spec, so its own render mode (if any) is checked alone
                 base = env.unwrapped
-                no_render_check = base.spec is None and base.render_mode is None
-                gymnasium_checker.check_env(base, skip_render_check=no_render_check)
+                gymnasium_checker.check_env(base, skip_render_check=base.spec is None)
+                if base.spec is None and base.render_mode is not None:
+                    base.reset(seed=ctx.seeds[0])
+                    env_render_passive_checker(base)
             except MissingProgram:
                 raise
             except Exception as exc:
@@ -757,8 +778,9 @@ def _rule_keys(ctx: _Context) -> None:
                     isinstance(key, str) and HEX_KEY.fullmatch(key),
                     f"info[{name!r}] {where} is {short_repr(key)}, not a lowercase hex digest",
                 )
-            known = obs_keys.setdefault(digest(observation), info["obs_key"])
-            _check(known == info["obs_key"], f"one observation text got two obs_keys ({where})")
+            if isinstance(observation, str):  # an image's repr is cut short: only texts are compared
+                known = obs_keys.setdefault(observation, info["obs_key"])
+                _check(known == info["obs_key"], f"one observation text got two obs_keys ({where})")
 
         for seed in ctx.seeds:
             observation, info = env.reset(seed=seed)
@@ -891,13 +913,39 @@ def _run_child(ctx: _Context, hash_seed: str) -> list[dict[str, Any]]:
     return result
 
 
+# What each entry of a rollout records (``rollouts``): the reset's, then each turn's.
+RESET_FIELDS = ("observation", "state_key", "obs_key", "task_id")
+TURN_FIELDS = (
+    "response",
+    "observation",
+    "reward",
+    "terminated",
+    "truncated",
+    "state_key",
+    "obs_key",
+    "reward_components",
+    "score",
+    "success",
+)
+
+
 def _compare_rollouts(here: list[dict[str, Any]], there: list[dict[str, Any]], where: str) -> None:
+    """Fail naming the first seed, turn and fields where two sets of rollouts part."""
     for mine, theirs in zip(here, there, strict=False):
-        if mine != theirs:
-            where_seed = f"seed {mine['seed']}"
-            raise RuleFailed(
-                f"{where_seed} differs {where}: " + _first_difference(mine["steps"], theirs["steps"])
-            )
+        for turn, (a, b) in enumerate(zip(mine["steps"], theirs["steps"], strict=False)):
+            if a != b:
+                names = RESET_FIELDS if turn == 0 else TURN_FIELDS
+                fields = [
+                    f"{name} {short_repr(x, 40)} vs {short_repr(y, 40)}"
+                    for name, x, y in zip(names, a, b, strict=False)
+                    if x != y
+                ]
+                at = "the reset" if turn == 0 else f"turn {turn}"
+                raise RuleFailed(f"seed {mine['seed']}, {at} differs {where}: " + "; ".join(fields))
+        _check(
+            len(mine["steps"]) == len(theirs["steps"]),
+            f"seed {mine['seed']}: {len(mine['steps']) - 1} turns here, {len(theirs['steps']) - 1} {where}",
+        )
     _check(len(here) == len(there), f"{len(here)} episodes here, {len(there)} {where}")
 
 
@@ -1246,7 +1294,7 @@ def _rule_docs(ctx: _Context) -> None:
         text = pydoc.render_doc(env_class, renderer=pydoc.plaintext)  # type: ignore[attr-defined]
         _check("Args:" in text, f"help({env_class.__name__}) shows no 'Args:' section")
         _check(
-            "\n====" in (env_class.__doc__ or ""),
+            "\n====" in inspect.cleandoc(env_class.__doc__ or ""),  # help() shows the class's own docstring
             f"help({env_class.__name__}) lacks the observation/action/reward table (a '====' rule)",
         )
         missing = [name for name in getattr(env.unwrapped, "reward_weights", {}) if name not in text]
@@ -1334,7 +1382,8 @@ def check_env(
         A :class:`CheckReport`: ``report.ok``, ``report.failures``, ``str(report)``.
 
     Raises:
-        ValueError: an unknown rule name or no seed.
+        ValueError: an unknown rule name or no seed; an id that is not registered.
+        ImportError: the id's code cannot be imported here (its extra is not installed).
         MissingProgram: the env needs a program that is not installed here.
     """
     chosen = list(RULES if rules is None else rules)

@@ -395,6 +395,20 @@ _browser_thread: BrowserThread | None = None
 _browser_thread_lock = threading.Lock()
 
 
+def _forget_browser_thread_in_child() -> None:
+    """A forked child has the parent's thread object but not its thread: start afresh on first use.
+
+    Without this, a child forked after a render (Gymnasium's async vector envs fork their workers)
+    would hand its commands to a loop that no thread runs, and wait on them for ever.
+    """
+    global _browser_thread, _browser_thread_lock
+    _browser_thread = None
+    _browser_thread_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_browser_thread_in_child)
+
+
 def browser_thread() -> BrowserThread:
     """The process's browser thread, started on first use and stopped at exit."""
     global _browser_thread

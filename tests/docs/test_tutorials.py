@@ -26,6 +26,8 @@ from types import ModuleType
 
 import pytest
 
+from fixtures.markdown import python_blocks
+
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIALS = ROOT / "docs" / "tutorials"
 SCRIPTS = TUTORIALS / "scripts"
@@ -240,14 +242,21 @@ def checkout(tmp_path) -> Path:
 
 
 def test_the_new_family_registers_is_solved_by_its_expert_and_passes_the_contract(checkout):
+    from agentenvs.core.checker import RULES
+
     script = SCRIPTS / "add_lock_family.sh"
     result = run_tutorial(["bash", str(script)], cwd=checkout)
     printed = set(result.stdout.splitlines())
     for line in output_block(page(FAMILY_PAGE), "play-lock").splitlines():
         assert line in printed, line
-    assert (checkout / "agentenvs" / "lock" / "env.py").is_file() and not (
-        ROOT / "agentenvs" / "lock"
+    assert (checkout / "agentenvs" / "envs" / "lock" / "env.py").is_file() and not (
+        ROOT / "agentenvs" / "envs" / "lock"
     ).exists()
+
+    # the page's check_env block, run where the family is in, prints the report the page shows
+    (check_block,) = [code for _, code, _, _ in python_blocks(page(FAMILY_PAGE)) if "check_env(" in code]
+    checked = run_tutorial([sys.executable, "-c", check_block], cwd=checkout)
+    assert checked.stdout.strip() == output_block(page(FAMILY_PAGE), "check-lock")
 
     # the suite's checks did run on the new id: the selection the script makes holds its cases
     (selection,) = [line for line in script.read_text(encoding="utf-8").splitlines() if " -k " in line]
@@ -257,8 +266,12 @@ def test_the_new_family_registers_is_solved_by_its_expert_and_passes_the_contrac
     ).stdout.splitlines()
     lock_cases = [line for line in listed if "Lock-v0" in line]
     assert all("Unlock" not in line for line in lock_cases)  # BabyAI's Unlock levels stay out
-    assert len([c for c in lock_cases if c.startswith("tests/core/test_contract.py")]) >= 15
-    assert any("test_every_state_of_an_expert_episode_restores_exactly" in c for c in lock_cases)
+    contract_rules = {
+        case.split("[agentenvs/Lock-v0-", 1)[1].rstrip("]")
+        for case in lock_cases
+        if case.startswith("tests/core/test_contract.py::test_env_keeps_the_contract[")
+    }
+    assert contract_rules == set(RULES)  # a family with one id is one of its family's heavy ids: every rule
     assert any(
         c.startswith("tests/core/test_reward_hacking.py::test_no_invalid_stalling") for c in lock_cases
     )

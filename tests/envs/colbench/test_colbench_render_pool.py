@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import multiprocessing
+import multiprocessing.queues
 import os
 import shutil
 import signal
@@ -206,6 +208,31 @@ def test_a_closed_page_is_replaced_before_the_next_render(pages_and_expected):
         renderer.close()
     assert renderer.replaced_pages == 1 and renderer.open_pages == 0
     assert np.array_equal(first, expected[0]) and np.array_equal(second, expected[1])
+
+
+def _render_in_child(html: str, answers: multiprocessing.queues.Queue) -> None:
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    try:
+        answers.put(renderer.render_png(html))
+    finally:
+        renderer.close()
+
+
+def test_a_process_forked_after_a_render_renders_with_a_browser_of_its_own(pages_and_expected):
+    """Gymnasium's async vector envs fork their workers: a child must not wait on the parent's thread."""
+    htmls, expected = pages_and_expected
+    renderer = PageRenderer(max_height=MAX_HEIGHT, pages=1)
+    try:
+        assert np.array_equal(pixels_of(renderer.render_png(htmls[0])), expected[0])
+        context = multiprocessing.get_context("fork")
+        answers = context.Queue()
+        child = context.Process(target=_render_in_child, args=(htmls[1], answers))
+        child.start()
+        png = answers.get(timeout=120)  # before the fix the child waited for ever on a loop nobody ran
+        child.join(timeout=60)
+    finally:
+        renderer.close()
+    assert child.exitcode == 0 and np.array_equal(pixels_of(png), expected[1])
 
 
 def test_a_page_with_autofocus_renders_alike_first_or_after_others(pages_and_expected):
