@@ -2,7 +2,7 @@
 
 Built in: :func:`builtin_dir` generates the encyclopedia, its questions and a
 BM25 index once per (generator version, size, seed) under
-``$AGENTENVS_CACHE/search`` (default ``~/.cache/agentenvs/envs/search``); the
+``$AGENTENVS_CACHE/search`` (default ``~/.cache/agentenvs/search``); the
 build is written to a temporary folder and renamed into place, so concurrent
 processes never read half a build.
 

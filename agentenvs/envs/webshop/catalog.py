@@ -304,7 +304,7 @@ def open_catalog(directory: str | os.PathLike[str]) -> Catalog:
 
 
 def cache_root() -> Path:
-    """Where built catalogs live: ``$AGENTENVS_CACHE/webshop`` or ``~/.cache/agentenvs/envs/webshop``."""
+    """Where built catalogs live: ``$AGENTENVS_CACHE/webshop`` or ``~/.cache/agentenvs/webshop``."""
     base = os.environ.get("AGENTENVS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "agentenvs")
     return Path(base) / "webshop"
 

@@ -129,7 +129,7 @@ class WebShopEnv(AgentEnv[Goal, Primitive]):
         success_outcome: ``outcome`` = [reward == 1] instead of the reward.
         noun_backend: ``"spacy"`` or ``"fallback"`` for title nouns (default:
             spaCy when ``en_core_web_sm`` is installed).
-        cache_dir: where built catalogs live (default ``~/.cache/agentenvs/envs/webshop``).
+        cache_dir: where built catalogs live (default ``~/.cache/agentenvs/webshop``).
         max_turns, reward_weights, protocol, render_mode: see :class:`AgentEnv`;
             ``render_mode`` is ``"ansi"`` (text) or ``"html"``.
     """
