@@ -16,13 +16,22 @@ route                                  what it does
 Uploads are refused before any work: 401 without a token, 403 for a wrong
 one, 429 once a client has failed to authenticate ``failed_auths_per_window``
 times (checked before the token, so guessing is throttled per client
-address) or a token has used its quota, 413 over the size limit (checked
+address: :func:`client_address`) or a token has used its quota, 413 over the size limit (checked
 while reading, whatever the ``Content-Length`` says), 400 for a body that is
 not JSON (``NaN``, numbers out of a double's range and nesting past
 Python's recursion limit included), 422 for one that breaks the schema or
 claims a ``created`` time more than ``CLOCK_SKEW_S`` (an hour) ahead of the
-board's clock. Only stored uploads use up a token's quota: refused bodies do
-not. Ids outside ``1 … 2**53 - 1`` answer 422.
+board's clock, or 422 for a model name that imitates one on the board (the
+same skeleton, :func:`leaderboard.lookalikes.skeleton`, but another name:
+the reason names the imitated one). Only stored uploads use up a token's
+quota: refused bodies do not. Ids outside ``1 … 2**53 - 1`` answer 422.
+
+Behind a reverse proxy every upload comes from the proxy's address, so
+``Limits.trusted_proxies`` (``leaderboard serve --trusted-proxy ADDRESS``)
+names the proxies whose ``X-Forwarded-For`` is believed: the client is the
+right-most forwarded address that is not itself a trusted proxy. It is empty
+by default, and a forwarded header from any other peer is ignored (a client
+could write any address there).
 
 Verification runs on a worker thread, one submission at a time, so uploads
 and page views never wait for it; submissions still pending when the app
@@ -35,17 +44,19 @@ from __future__ import annotations
 
 import collections
 import hmac
+import ipaddress
 import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from fastapi import FastAPI, HTTPException, Path, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from agentenvs.eval.bundle import MAX_INTEGER, BundleError, parse_json, validate
+from leaderboard.lookalikes import imitated
 from leaderboard.pages import CONTENT_SECURITY_POLICY, board_page, submission_page, submit_page
 from leaderboard.store import Store, utc_now
 from leaderboard.verify import verify_submission
@@ -53,15 +64,79 @@ from leaderboard.verify import verify_submission
 log = logging.getLogger(__name__)
 
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
 @dataclass(frozen=True)
 class Limits:
     """Upload limits: bytes per body; stored uploads per token and failed authentications per client, per
-    window."""
+    window.
+
+    ``trusted_proxies``: addresses or networks (``127.0.0.1``, ``10.0.0.0/8``)
+    of the reverse proxies whose ``X-Forwarded-For`` names the client
+    (:func:`client_address`); none by default. ``ValueError`` for one that is
+    no address.
+    """
 
     max_bytes: int = 32 * 1024 * 1024
     uploads_per_window: int = 10
     failed_auths_per_window: int = 20
     window_s: float = 3600.0
+    trusted_proxies: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trusted_proxies, str):  # one address given bare, not a one-letter-string list
+            object.__setattr__(self, "trusted_proxies", (self.trusted_proxies,))
+        object.__setattr__(self, "trusted_proxies", tuple(self.trusted_proxies))
+        self.proxy_networks()  # refuses a bad address when the limits are made, not on the first upload
+
+    def proxy_networks(self) -> tuple[IPNetwork, ...]:
+        """``trusted_proxies`` as networks."""
+        networks = []
+        for proxy in self.trusted_proxies:
+            try:
+                networks.append(ipaddress.ip_network(proxy.strip(), strict=False))
+            except ValueError:
+                raise ValueError(f"trusted proxy {proxy!r} is not an IP address or network") from None
+        return tuple(networks)
+
+
+def _ip(text: str) -> IPAddress | None:
+    """``text`` as an address (an IPv4-mapped IPv6 address as its IPv4 one), or None."""
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def client_address(peer: str | None, forwarded: Sequence[str], proxies: Sequence[IPNetwork]) -> str:
+    """The address a request is counted under: ``peer`` (the connection's), unless ``peer`` is a trusted
+    proxy in ``proxies``.
+
+    From a trusted proxy, the ``X-Forwarded-For`` values ``forwarded`` (every
+    header, joined in order) are read right to left, each hop appended by the
+    proxy in front of it: the first address that is not itself a trusted
+    proxy is the client. Hops left of it were written by the client and are
+    never read. Where every hop is a trusted proxy, or the walk meets a hop
+    that is no address (a proxy that writes ``unknown``), the request counts
+    as the proxy's own.
+    """
+    if peer is None:
+        return "unknown"
+    address = _ip(peer)
+    if address is None or not any(address in network for network in proxies):
+        return peer
+    for hop in reversed([hop for value in forwarded for hop in value.split(",")]):
+        forwarded_address = _ip(hop)
+        if forwarded_address is None:
+            return peer
+        if not any(forwarded_address in network for network in proxies):
+            return str(forwarded_address)
+    return peer
 
 
 class RateLimiter:
@@ -171,13 +246,18 @@ def create_app(
         raise ValueError("the board needs at least one upload token")
     uploads = RateLimiter(limits.uploads_per_window, limits.window_s)
     failed_auths = RateLimiter(limits.failed_auths_per_window, limits.window_s)
+    proxies = limits.proxy_networks()
     worker = VerificationWorker(store, verify_backend, verify_workers)
     app = FastAPI(title="agentenvs leaderboard", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.worker = store, worker
     worker.start()
 
     def authenticate(request: Request) -> str:
-        client = request.client.host if request.client else "unknown"
+        client = client_address(
+            request.client.host if request.client else None,
+            request.headers.getlist("x-forwarded-for"),
+            proxies,
+        )
         if failed_auths.exhausted(client):
             raise HTTPException(429, "too many failed authentications from this address; try again later")
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -221,6 +301,14 @@ def create_app(
             raise HTTPException(
                 422,
                 f"metadata.created {document['metadata']['created']} is later than now ({latest}, with skew)",
+            )
+        model = document["metadata"]["model"]
+        original = imitated(model, store.model_names())
+        if original is not None:
+            raise HTTPException(
+                422,
+                f"metadata.model {model!r} looks like {original!r}, a name on the board (the same Unicode "
+                "confusables skeleton); submit under that very name or one that does not imitate it",
             )
         if not uploads.allow(token):
             raise HTTPException(429, "too many uploads; try again later")

@@ -4,14 +4,18 @@
 
     leaderboard seed   --db board.sqlite [--panel test] [--env ID ...]
     leaderboard serve  --db board.sqlite [--host 127.0.0.1] [--port 8080] [--tokens-env LEADERBOARD_TOKENS]
-                       [--verify-backend subprocess --verify-workers 8]
+                       [--verify-backend subprocess --verify-workers 8] [--trusted-proxy 127.0.0.1 ...]
     leaderboard export --db board.sqlite --out site/
     leaderboard verify BUNDLE [--backend inprocess|subprocess|ray] [--workers N]
     leaderboard submit BUNDLE --url URL [--token-env LEADERBOARD_TOKEN] [--wait]
 
 ``seed`` plays the random and expert agents of every main env on the panel
 and stores them (verified by replay like any upload). ``serve`` reads the
-accepted upload tokens from a comma-separated environment variable.
+accepted upload tokens from a comma-separated environment variable; behind a
+reverse proxy, ``--trusted-proxy`` (repeatable: an address or a network)
+names the proxies whose ``X-Forwarded-For`` gives the client address the
+failed-authentication throttle counts (none by default: the header is
+ignored, uvicorn's own proxy-header rewriting included).
 ``verify`` re-checks a bundle locally, exactly as the board will. ``submit``
 uploads a bundle folder written by ``agentenvs eval``; with ``--wait`` it
 polls until the board has verified or rejected it.
@@ -152,9 +156,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from leaderboard.app import create_app
+    from leaderboard.app import Limits, create_app
 
     tokens = [token.strip() for token in os.environ.get(args.tokens_env, "").split(",") if token.strip()]
     if not tokens:
@@ -162,10 +164,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"leaderboard: error: set {args.tokens_env} to the comma-separated upload tokens", file=sys.stderr
         )
         return 2
+    try:
+        limits = Limits(trusted_proxies=tuple(args.trusted_proxy or ()))
+    except ValueError as exc:
+        print(f"leaderboard: error: {exc}", file=sys.stderr)
+        return 2
+    import uvicorn
+
     app = create_app(
-        Store(args.db), tokens, verify_backend=args.verify_backend, verify_workers=args.verify_workers
+        Store(args.db), tokens, limits, verify_backend=args.verify_backend, verify_workers=args.verify_workers
     )
-    uvicorn.run(app, host=args.host, port=args.port)
+    # uvicorn's own proxy headers would trust X-Forwarded-For from 127.0.0.1 by default: the app decides
+    uvicorn.run(app, host=args.host, port=args.port, proxy_headers=False)
     return 0
 
 
@@ -184,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--tokens-env", default="LEADERBOARD_TOKENS")
     sub.add_argument("--verify-backend", default="inprocess", choices=["inprocess", "subprocess", "ray"])
     sub.add_argument("--verify-workers", type=int, help="replay processes (subprocess/ray)")
+    sub.add_argument(
+        "--trusted-proxy",
+        action="append",
+        metavar="ADDRESS",
+        help="a reverse proxy (address or network) whose X-Forwarded-For names the client (repeatable)",
+    )
     sub.set_defaults(handler=cmd_serve)
     sub = commands.add_parser("export", help="write the board as static HTML")
     sub.add_argument("--db", required=True)

@@ -105,6 +105,14 @@ class Store:
                 raise RuntimeError("the submission's INSERT reported no row id")
             return cursor.lastrowid
 
+    def model_names(self) -> list[str]:
+        """The model names of every submission not rejected (on the board or pending), first stored first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model FROM submissions WHERE status != 'rejected' GROUP BY model ORDER BY min(id)"
+            ).fetchall()
+        return [row["model"] for row in rows]
+
     def pending_ids(self) -> list[int]:
         with self._lock:
             rows = self._db.execute(

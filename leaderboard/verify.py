@@ -14,8 +14,12 @@ Checks, in order (all problems are collected, up to :data:`MAX_PROBLEMS`):
    task id and seed and stepped with its recorded responses; each turn's
    reward, obs key and state key, the turn count, component sums, return,
    success and score must equal the record's (an edited response changes
-   them); an episode recorded as ended by ``context_overflow`` must still be
-   running after its turns, and counts as a failure with score 0;
+   them); how each episode ended is checked against the replay: its
+   ``end_reason`` is required, ``terminated`` or ``truncated`` must be the
+   flag the env raised on the last turn (a flipped flag is refused as
+   ``recorded terminated=True (…), the replay ended truncated``), and an
+   episode recorded as ended by ``context_overflow`` must still be running
+   after its turns, and counts as a failure with score 0;
 5. the summary is recomputed from the episodes and must equal the submitted
    one (never trusted; the stored numbers are the recomputed ones); the
    per-family summaries the board ranks by (:func:`family_summaries`) are
@@ -112,8 +116,11 @@ def verify_submission(
     records = [EpisodeRecord.from_validated(episode) for episode in episodes]
     replays = replay_records(records, backend=backend, num_workers=num_workers, batch=batch)
     for number, (record, replayed) in enumerate(zip(records, replays, strict=False)):
+        where = f"episode {number} ({record.env_id} task {record.task_id})"
+        if record.end_reason is None:  # the schema allows it for older results files, the board does not
+            verdict.add(f"{where}: no end_reason; every episode on the board records how it ended")
         for problem in replayed.problems:
-            verdict.add(f"episode {number} ({record.env_id} task {record.task_id}): {problem}")
+            verdict.add(f"{where}: {problem}")
     verdict.transcripts = [replayed.transcript for replayed in replays]
     if verdict.verified:
         recomputed = summarize(episodes)

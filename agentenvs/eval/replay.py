@@ -13,6 +13,11 @@ responses. The record must match the replay in:
   before, not after; a record ended by ``context_overflow`` (the model's
   prompt no longer fit) must find the env still running after its turns, and
   must be a failure with score 0;
+* how the episode ended: a record's ``end_reason`` ``terminated`` or
+  ``truncated`` must be the flag the env raised on the last turn (where it
+  raises both, ``terminated``, the rule :func:`~agentenvs.eval.episodes.play_episode`
+  and the eval harness record by); a record written before ``end_reason``
+  existed (None) claims nothing here;
 * the ``turns`` and ``return`` a record read back claims, the reward
   component sums, success and score.
 
@@ -141,6 +146,7 @@ class _Episode:
         self.components: dict[str, float] = {}
         self.turns: list[dict[str, Any]] = []
         self.final: Mapping[str, Any] | None = None
+        self.ended: str | None = None  # "terminated" or "truncated": how the env ended the episode
         self.error: str | None = None
 
     def start(self, observation: Any, info: Mapping[str, Any]) -> None:
@@ -204,6 +210,7 @@ def _replay_chunk(
             ended = terminated or truncated
             if ended:
                 episode.final = info
+                episode.ended = "terminated" if terminated else "truncated"  # both: play_episode's rule
             if ended or turn + 1 >= len(episode.record.responses):
                 running.discard(slot)
         turn += 1
@@ -220,15 +227,23 @@ def _differences(episode: _Episode) -> list[str]:
     record = episode.record
     problems = []
     if record.overflowed:
-        if episode.final is not None:
-            problems.append("the env ended the episode; the record says the context overflowed")
+        if episode.ended is not None:
+            problems.append(
+                f"recorded end_reason {record.end_reason!r} (the env still running), "
+                f"the replay ended {episode.ended}"
+            )
         if record.success or record.score != 0:
             problems.append("an episode ended by context overflow must fail with score 0")
-    elif episode.final is None:
+    elif episode.ended is None:
         problems.append(f"the episode had not ended after the record's {record.turns} turns")
     elif len(episode.rewards) != record.turns:
         problems.append(
             f"the episode ended after {len(episode.rewards)} turns; the record has {record.turns}"
+        )
+    elif record.end_reason is not None and record.end_reason != episode.ended:
+        problems.append(
+            f"recorded {record.end_reason}=True (end_reason {record.end_reason!r}), "
+            f"the replay ended {episode.ended}"
         )
     for name, replayed, recorded in (
         ("rewards", episode.rewards, record.rewards),

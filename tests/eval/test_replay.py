@@ -133,6 +133,28 @@ def test_a_claimed_turn_count_or_return_that_does_not_follow_is_a_problem(record
     assert any(problem.startswith(f"return {line['return']!r}, replayed ") for problem in problems)
 
 
+def test_the_replay_checks_how_each_episode_ended(records):
+    """A record's end_reason is the flag the env raised on its last turn; an overflow claims a running env."""
+    flipped = {"terminated": "truncated", "truncated": "terminated"}
+    edited = fresh(records[:2])
+    ends = [record.end_reason for record in edited]
+    assert sorted(ends) == ["terminated", "truncated"]  # random runs out of turns, the expert solves
+    for record in edited:
+        record.end_reason = flipped[record.end_reason]
+    for end, replayed in zip(ends, replay_records(edited), strict=True):
+        claim = flipped[end]
+        assert replayed.problems == [f"recorded {claim}=True (end_reason {claim!r}), the replay ended {end}"]
+    overflowed = fresh(records[1:2])
+    overflowed[0].end_reason = "context_overflow"
+    assert replay_records(overflowed)[0].problems[0] == (
+        f"recorded end_reason 'context_overflow' (the env still running), the replay ended {ends[1]}"
+    )
+    unknown = fresh(records[:2])
+    for record in unknown:
+        record.end_reason = None  # a results line older than end_reason claims nothing
+    assert [replayed.problems for replayed in replay_records(unknown)] == [[], []]
+
+
 def test_an_env_that_cannot_be_built_is_a_problem_of_each_of_its_records(records):
     broken = [dataclasses.replace(record, env_kwargs={"no_such_kwarg": 1}) for record in records[:2]]
     replays = replay_records([*broken, records[2]])
