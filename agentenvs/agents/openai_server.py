@@ -27,17 +27,34 @@ refused with 400                 a prompt that leaves no room for the reply in t
 
 A request without ``seed`` samples with fresh randomness, so replies at
 temperature > 0 vary; with ``seed`` they repeat, choice ``i`` of ``n`` using
-``seed + i``. The reply is generated whole; a stream then carries it in one
-chunk per token. Needs the ``serve`` extra (FastAPI, uvicorn) and the
-``train`` extra (torch, transformers).
+``seed + i``.
+
+A stream carries the reply as the model generates it: the same
+``TransformersChat.complete`` runs in a thread (so context check, seeds,
+``max_tokens``, stop strings and the final text are those of the
+non-streaming path) with a streamer handed to ``generate``, and each new
+token's text is sent as a chunk while later tokens are still being
+generated. A chunk holds only text that cannot change: the newest token's
+text waits for the next token (a token may change how the text before it
+decodes), and the last ``len(longest stop string) - 1`` characters wait, since
+they may begin a stop string that is cut off; the rest of the final text
+follows when generation ends, so the chunks join to exactly the
+non-streaming reply. Choices of ``n`` stream one after the other; the usage
+chunk (``stream_options.include_usage``) comes last. A prompt too long for
+the context is refused with a 400 before the stream opens. Needs the
+``serve`` extra (FastAPI, uvicorn) and the ``train`` extra (torch,
+transformers).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
+import queue
 import secrets
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
@@ -218,30 +235,34 @@ def create_app(chat: TransformersChat, name: str) -> FastAPI:
         messages = [{"role": m.role, "content": m.text()} for m in request.messages]
         # no seed: fresh randomness per request, as a server does; a seed makes choice i repeat with seed + i
         base_seed = request.seed if request.seed is not None else secrets.randbits(62)
+
+        def settings(index: int) -> dict[str, Any]:
+            return {
+                "max_tokens": request.reply_tokens(),
+                "temperature": request.temperature,
+                "top_p": request.top_p,
+                "seed": base_seed + index,
+                "stop": request.stop_strings(),
+            }
+
+        identity = {"id": f"chatcmpl-{next(counter)}", "created": int(time.time()), "model": name}
+        if request.stream:
+            first = _Generation(chat, messages, settings(0))
+            try:
+                first.wait_started()
+            except ContextLengthError as exc:
+                return _error(400, str(exc), "BadRequestError")
+            include_usage = request.stream_options is not None and request.stream_options.include_usage
+            generations = itertools.chain(
+                [first], (_Generation(chat, messages, settings(i)) for i in range(1, request.n))
+            )
+            events = _stream(identity, generations, request.stop_strings(), include_usage)
+            return StreamingResponse(events, media_type="text/event-stream")
         try:
-            replies = [
-                chat.complete(
-                    messages,
-                    max_tokens=request.reply_tokens(),
-                    temperature=request.temperature,
-                    top_p=request.top_p,
-                    seed=base_seed + index,
-                    stop=request.stop_strings(),
-                )
-                for index in range(request.n)
-            ]
+            replies = [chat.complete(messages, **settings(index)) for index in range(request.n)]
         except ContextLengthError as exc:
             return _error(400, str(exc), "BadRequestError")
-        identity = {"id": f"chatcmpl-{next(counter)}", "created": int(time.time()), "model": name}
-        usage = {
-            "prompt_tokens": replies[0].prompt_tokens,
-            "completion_tokens": sum(reply.completion_tokens for reply in replies),
-            "total_tokens": replies[0].prompt_tokens + sum(reply.completion_tokens for reply in replies),
-        }
-        if request.stream:
-            include_usage = request.stream_options is not None and request.stream_options.include_usage
-            events = _stream(chat, identity, replies, usage if include_usage else None)
-            return StreamingResponse(events, media_type="text/event-stream")
+        usage = _usage(replies)
         choices = [
             {
                 "index": index,
@@ -257,42 +278,124 @@ def create_app(chat: TransformersChat, name: str) -> FastAPI:
     return app
 
 
+def _usage(replies: Sequence[ChatReply]) -> dict[str, int]:
+    completion = sum(reply.completion_tokens for reply in replies)
+    prompt = replies[0].prompt_tokens
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+class _WithStreamer:
+    """``model`` whose ``generate`` also hands the token ids to ``streamer`` (transformers' streamer hook)."""
+
+    def __init__(self, model: Any, streamer: Any) -> None:
+        self._model, self._streamer = model, streamer
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        return self._model.generate(*args, **kwargs, streamer=self._streamer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+
+class _Generation:
+    """One reply of ``chat.complete`` generated in a thread, its tokens handed over as the model makes them.
+
+    ``complete`` runs on a shallow copy of ``chat`` (the same model, tokenizer and lock: one ``generate``
+    at a time) whose model passes this object to ``generate`` as its streamer: ``put`` gets the prompt
+    first, then each new token; the thread ends with the finished :class:`ChatReply` (or the error).
+    """
+
+    def __init__(
+        self, chat: TransformersChat, messages: list[dict[str, str]], request: dict[str, Any]
+    ) -> None:
+        self.tokenizer = chat.tokenizer
+        self.events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.reply: ChatReply | None = None
+        self._prompt_seen = False
+        self._waiting: tuple[str, Any] | None = None
+        streaming = copy.copy(chat)
+        streaming.model = _WithStreamer(chat.model, self)
+        self._thread = threading.Thread(target=self._run, args=(streaming, messages, request), daemon=True)
+        self._thread.start()
+
+    def _run(
+        self, streaming: TransformersChat, messages: list[dict[str, str]], request: dict[str, Any]
+    ) -> None:
+        try:
+            self.events.put(("done", streaming.complete(messages, **request)))
+        except BaseException as exc:  # handed to the reader, which raises it
+            self.events.put(("error", exc))
+
+    def put(self, value: Any) -> None:  # the streamer interface transformers' generate calls
+        if not self._prompt_seen:
+            self._prompt_seen = True
+            self.events.put(("started", None))
+            return
+        for token in value.reshape(-1).tolist():
+            self.events.put(("token", token))
+
+    def end(self) -> None:
+        pass  # the thread says "done" once complete() has made the reply
+
+    def wait_started(self) -> None:
+        """Until generation has started; raises what ``complete`` raised before (a prompt too long)."""
+        kind, value = self.events.get()
+        if kind == "error":
+            raise value
+        if kind != "started":
+            self._waiting = (kind, value)
+
+    def pieces(self, stop: Sequence[str]) -> Iterator[str]:
+        """The reply's text in pieces as it is generated (module docstring); they join to ``reply.text``."""
+        held = max((len(s) for s in stop if s), default=1) - 1
+        generated: list[int] = []
+        shown = ""
+        while True:
+            kind, value = self._waiting or self.events.get()
+            self._waiting = None
+            if kind == "error":
+                raise value
+            if kind == "done":
+                self.reply = value
+                break
+            if kind != "token":
+                continue
+            generated.append(value)
+            settled = self.tokenizer.decode(generated[:-1], skip_special_tokens=True)
+            settled = settled[: max(0, len(settled) - held)].rstrip("\ufffd")
+            if len(settled) > len(shown) and settled.startswith(shown):
+                yield settled[len(shown) :]
+                shown = settled
+        text = self.reply.text
+        if len(text) > len(shown) and text.startswith(shown):
+            yield text[len(shown) :]
+
+
 def _stream(
-    chat: TransformersChat,
     identity: dict[str, Any],
-    replies: Sequence[ChatReply],
-    usage: dict[str, int] | None,
+    generations: Iterator[_Generation],
+    stop: Sequence[str],
+    include_usage: bool,
 ) -> Iterator[str]:
-    """Server-sent events of finished replies: per choice a role chunk, a chunk per token, a finish chunk."""
+    """Server-sent events: per choice a role chunk, its text as generated, a finish chunk; then usage."""
 
     def event(choices: list[dict[str, Any]], **extra: Any) -> str:
         chunk = {**identity, "object": "chat.completion.chunk", "choices": choices, **extra}
         return f"data: {json.dumps(chunk)}\n\n"
 
-    for index, reply in enumerate(replies):
+    replies = []
+    for index, generation in enumerate(generations):
         yield event([{"index": index, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-        pieces = _token_pieces(chat, reply.text)
-        for piece in pieces:
+        for piece in generation.pieces(stop):
             yield event([{"index": index, "delta": {"content": piece}, "finish_reason": None}])
+        reply = generation.reply
+        assert reply is not None
+        replies.append(reply)
         finish = {"index": index, "delta": {}, "finish_reason": reply.finish_reason}
         yield event([{**finish, "stop_reason": reply.stop_reason}])
-    if usage is not None:
-        yield event([], usage=usage)
+    if include_usage:
+        yield event([], usage=_usage(replies))
     yield "data: [DONE]\n\n"
-
-
-def _token_pieces(chat: TransformersChat, text: str) -> list[str]:
-    """``text`` split where its tokens start (the pieces join back to ``text`` exactly)."""
-    ids = chat.tokenizer(text, add_special_tokens=False)["input_ids"]
-    pieces, shown = [], ""
-    for end in range(1, len(ids) + 1):
-        decoded = chat.tokenizer.decode(ids[:end], skip_special_tokens=True)
-        if decoded.startswith(shown) and len(decoded) > len(shown):
-            pieces.append(decoded[len(shown) :])
-            shown = decoded
-    if shown != text:  # a tokenizer that does not round-trip: send the rest as it is
-        pieces = [*pieces, text[len(shown) :]] if text.startswith(shown) else [text]
-    return pieces
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,10 +21,54 @@ Failures, never silent:
 
 What the server tells about its model: :meth:`ChatClient.context_length`
 reads ``max_model_len`` from ``GET {base_url}/models`` (vLLM and
-:mod:`agentenvs.agents.openai_server` report it), and
-:meth:`ChatClient.count_prompt_tokens` asks ``POST {server root}/tokenize``
-(vLLM's endpoint, with the chat template applied); both give None where the
-server has no such answer (hosted APIs).
+:mod:`agentenvs.agents.openai_server` report it), else the context that
+llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``) or TGI's
+``GET /info`` (``max_total_tokens``) reports; None where nothing says.
+:meth:`ChatClient.count_prompt_tokens` counts a chat prompt's tokens with
+the server's own tokenizer and chat template, through whichever of these the
+server answers (tried in this order on the first call, then kept):
+
+``vllm``
+    ``POST {root}/tokenize`` with ``{"model", "messages",
+    "add_generation_prompt": true}`` answers ``{"count", "max_model_len",
+    "tokens"}`` (vllm-project/vllm, vllm/entrypoints/openai/serving_tokenization.py;
+    :mod:`agentenvs.agents.openai_server` answers the same).
+``llama.cpp``
+    its ``POST /tokenize`` reads only ``content`` (text, with ``add_special``,
+    ``parse_special``, ``with_pieces``) and answers ``{"tokens": [ids]}`` (or
+    ``[{"id", "piece"}]`` with pieces); to a body without ``content`` it answers
+    ``{"tokens": []}``. ``POST /apply-template`` with ``{"messages"}`` answers
+    ``{"prompt"}``, the chat template applied. So the prompt is rendered there and
+    its text tokenized with ``add_special: true`` (a BOS the server adds is
+    counted: one token too many at worst, never too few) (ggml-org/llama.cpp,
+    tools/server/README.md and the server's handle_tokenize).
+``tgi``
+    text-generation-inference's ``POST /tokenize`` takes ``{"inputs": text,
+    "parameters"}`` and answers a list of ``{"id", "text", "start", "stop"}``,
+    text only; ``POST /chat_tokenize`` (TGI >= 2.3) takes the chat request and
+    answers ``{"tokenize_response": [that list], "templated_text"}``. Both live
+    at the server root while its OpenAI routes are ``/v1/chat/completions`` and
+    ``/v1/models`` (a list without the context; ``GET /info`` has it)
+    (huggingface/text-generation-inference, docs/openapi.json and
+    router/src/server.rs).
+
+SGLang's ``POST /tokenize`` takes only text (``{"model", "prompt",
+"add_special_tokens"}`` → ``{"tokens", "count", "max_model_len"}``) and SGLang
+documents no endpoint that applies the chat template
+(sgl-project/sglang, docs/basic_usage/native_api.ipynb and
+python/sglang/srt/entrypoints/openai/serving_tokenize.py): it refuses the
+``messages`` request and gets no count, as do Ollama and hosted APIs (no
+``/tokenize``). ``{root}`` is ``base_url`` without its ``/v1``.
+
+Which one answered is :attr:`ChatClient.token_counter` (None: none did). On
+the first call every failure — any HTTP status after the retries, a body of
+another shape, invalid JSON, a count that is not a positive integer — only
+moves on to the next way, and when none answers the call returns None (the eval
+harness then estimates, and records that it did). Once a way has answered, a
+later failure raises :class:`ChatError` (after the retries, for the statuses
+retried above): the same server answered counts before, so the prompt being
+fitted is not silently counted another way; the episode is a crash that a rerun
+plays again.
 
 With ``cache_size > 0`` identical requests (same model, messages and
 parameters) are answered from an in-memory LRU cache; use it with
@@ -42,11 +86,13 @@ import urllib.request
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentenvs.core.keys import stable_digest
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# the ways of counting a chat prompt's tokens on the server, in the order tried (module docstring)
+TOKEN_COUNTERS = ("vllm", "llama.cpp", "tgi")
 # how vLLM ("maximum context length is 4096 tokens") and OpenAI ("context_length_exceeded")
 # refuse a prompt too long for the model
 CONTEXT_REFUSAL = re.compile(r"maximum context length|context_length_exceeded|exceeds? the context", re.I)
@@ -134,6 +180,9 @@ class ChatClient:
         self.stats = ChatStats()
         self._cache: OrderedDict[str, ChatReply] = OrderedDict()
         self._lock = threading.Lock()
+        # how this server counts prompt tokens (TOKEN_COUNTERS), found on the first count; None: none found
+        self.token_counter: str | None = None
+        self._counter_probed = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -218,46 +267,124 @@ class ChatClient:
             raise _RetryableError(f"{type(exc).__name__}: {reason}") from exc
         return parse_completion(raw, self.url)
 
-    def context_length(self) -> int | None:
-        """The served model's ``max_model_len`` from ``GET /models``; None where the server does not say.
+    @property
+    def root(self) -> str:
+        """``base_url`` without its ``/v1``: where vLLM, llama.cpp and TGI serve their tokenizers."""
+        return self.url.removesuffix("/chat/completions").removesuffix("/v1")
 
-        Raises :class:`ChatError` when the server cannot be reached or its answer is not a model list.
+    def context_length(self) -> int | None:
+        """The served model's context: ``max_model_len`` from ``GET /models``, else ``/props`` or ``/info``.
+
+        None where the server does not say. Raises :class:`ChatError` when ``/models`` cannot be reached.
         """
         data = self._get_json(self.url.removesuffix("/chat/completions") + "/models")
-        if data is None:
-            return None
-        try:
-            cards = [card for card in data["data"] if card.get("id") == self.model]
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ChatError(f"{self.url}: /models is not a model list") from exc
-        length = cards[0].get("max_model_len") if cards else None
-        return length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None
+        cards = data.get("data") if isinstance(data, dict) else None  # another shape: no context from it
+        cards = cards if isinstance(cards, list) else []
+        mine = [card for card in cards if isinstance(card, dict) and card.get("id") == self.model]
+        length = mine[0].get("max_model_len") if mine else None
+        return length if _positive_int(length) else self._reported_context()
+
+    def _reported_context(self) -> int | None:
+        """llama.cpp's ``GET /props`` ``default_generation_settings.n_ctx`` or TGI's ``GET /info``
+        ``max_total_tokens``; None when neither answers so."""
+        for path, keys in (
+            ("/props", ("default_generation_settings", "n_ctx")),
+            ("/info", ("max_total_tokens",)),
+        ):
+            try:
+                value = self._get_json(self.root + path)
+            except ChatError:
+                continue
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            if _positive_int(value):
+                return value
+        return None
 
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int | None:
-        """Tokens of ``messages`` under the server's chat template (vLLM's ``POST /tokenize``).
+        """Tokens of ``messages`` under the server's chat template (ways and failures: module docstring).
 
-        None where the server has no ``/tokenize`` (404, 405, 501); other failures raise :class:`ChatError`.
+        None where the server has no way of counting them; :class:`ChatError` when the way that answered
+        before fails now.
         """
-        root = self.url.removesuffix("/chat/completions").removesuffix("/v1")
-        body = {"model": self.model, "messages": [dict(m) for m in messages], "add_generation_prompt": True}
-        data = self._get_json(root + "/tokenize", body)
-        if data is None:
+        with self._lock:
+            probed, counter = self._counter_probed, self.token_counter
+        if counter is not None:
+            return self._count_with(counter, messages)
+        if probed:
             return None
-        count = data.get("count") if isinstance(data, dict) else None
-        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-            raise ChatError(f"{root}/tokenize answered no token count: {str(data)[:200]}")
+        for name in TOKEN_COUNTERS:
+            try:
+                count = self._count_with(name, messages)
+            except ChatError:
+                continue
+            with self._lock:
+                self.token_counter, self._counter_probed = name, True
+            return count
+        with self._lock:
+            self._counter_probed = True
+        return None
+
+    def _count_with(self, counter: str, messages: Sequence[Mapping[str, str]]) -> int:
+        """The count one way (``TOKEN_COUNTERS``) gives; :class:`ChatError` when it gives none."""
+        chat = [dict(m) for m in messages]
+        data: Any
+        if counter == "vllm":
+            body = {"model": self.model, "messages": chat, "add_generation_prompt": True}
+            data = self._post_json(self.root + "/tokenize", body)
+            count = data.get("count") if isinstance(data, dict) else None
+        elif counter == "llama.cpp":
+            rendered = self._post_json(self.root + "/apply-template", {"model": self.model, "messages": chat})
+            prompt = rendered.get("prompt") if isinstance(rendered, dict) else None
+            if not isinstance(prompt, str) or not prompt:
+                raise ChatError(f"{self.root}/apply-template answered no prompt: {str(rendered)[:200]}")
+            body = {"model": self.model, "content": prompt, "add_special": True, "parse_special": True}
+            data = self._post_json(self.root + "/tokenize", {**body, "with_pieces": False})
+            count = _token_list_length(data.get("tokens") if isinstance(data, dict) else None)
+        elif counter == "tgi":
+            data = self._post_json(self.root + "/chat_tokenize", {"model": self.model, "messages": chat})
+            count = _token_list_length(data.get("tokenize_response") if isinstance(data, dict) else None)
+        else:
+            raise ValueError(f"no token counter {counter!r}; known: {', '.join(TOKEN_COUNTERS)}")
+        if not _positive_int(count):
+            raise ChatError(f"{self.root}: the {counter} way answered no token count: {str(data)[:200]}")
         return count
 
-    def _get_json(self, url: str, body: Mapping[str, Any] | None = None) -> Any:
-        """GET (or POST ``body`` to) ``url``; None for 404, 405, 501 (no such endpoint).
-
-        Other failures raise :class:`ChatError`.
-        """
+    def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        payload = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(url, data=payload, headers=headers)
+        return headers
+
+    def _post_json(self, url: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` to ``url``; its JSON answer, retried like a completion (``RETRYABLE_STATUS``,
+        connection errors). Any other status, or a body that is not JSON, raises :class:`ChatError`."""
+        payload = json.dumps(body).encode("utf-8")
+        last_error = ""
+        for attempt in range(self.max_retries + 1):
+            request = urllib.request.Request(url, data=payload, headers=self._headers(), method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    raw = response.read()
+            except urllib.error.HTTPError as exc:
+                detail = exc.read()[:300].decode("utf-8", "replace")
+                if exc.code not in RETRYABLE_STATUS:
+                    raise ChatError(f"{url}: HTTP {exc.code}: {detail}") from exc
+                last_error, wait = f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                last_error, wait = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", 0.0
+            else:
+                try:
+                    return json.loads(raw)
+                except ValueError as exc:
+                    raise ChatError(f"{url}: not JSON: {raw[:200]!r}") from exc
+            if attempt < self.max_retries:
+                time.sleep(max(self.backoff_s * 2**attempt, wait))
+        raise ChatError(f"{url}: no answer after {self.max_retries + 1} attempts; last: {last_error}")
+
+    def _get_json(self, url: str) -> Any:
+        """GET ``url``; None for 404, 405, 501 (no such endpoint). Other failures raise :class:`ChatError`."""
+        request = urllib.request.Request(url, headers=self._headers())
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 return json.loads(response.read())
@@ -268,6 +395,22 @@ class ChatClient:
             raise ChatError(f"{url}: HTTP {exc.code}: {detail}") from exc
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, ValueError) as exc:
             raise ChatError(f"{url}: {type(exc).__name__}: {getattr(exc, 'reason', exc)}") from exc
+
+
+def _positive_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _token_list_length(tokens: Any) -> int | None:
+    """The length of a token list: ids (llama.cpp), ``{"id", "piece"}`` (llama.cpp with pieces) or
+    ``{"id", "text", "start", "stop"}`` (TGI); None for anything else."""
+    if not isinstance(tokens, list):
+        return None
+    for token in tokens:
+        ident = token.get("id") if isinstance(token, dict) else token
+        if not isinstance(ident, int) or isinstance(ident, bool):
+            return None
+    return len(tokens)
 
 
 def _retry_after(headers: Any) -> float:

@@ -16,6 +16,19 @@ setting, the context length and how tokens were counted are recorded in the
 bundle's metadata (``settings``, covered by ``settings_digest``), and a
 resume with other settings is refused.
 
+Token counts (``settings.token_count``): ``server`` where the backend counts
+a prompt's tokens with the model's own tokenizer and chat template (a local
+model; an endpoint answering one of the ways :mod:`agentenvs.core.chat`
+lists: vLLM's ``/tokenize``, llama.cpp's ``/apply-template`` + ``/tokenize``,
+TGI's ``/chat_tokenize``), found by one probe before any episode;
+``estimate`` where the context is known but the server counts no way (SGLang,
+Ollama, hosted APIs, or any refusal, error or answer of another shape: the
+shape of an answer never ends a run): UTF-8 bytes plus
+:data:`TEMPLATE_TOKENS_PER_MESSAGE` per message; ``none`` where the context
+is unknown, so nothing is fitted. A server that counted at the probe and
+fails to count later (after the client's retries) crashes that episode, which
+a rerun plays again: one bundle never mixes server counts and estimates.
+
 Context policy (:class:`PromptFitter`, the one place it is decided): a
 prompt may use ``context_length − reserve`` tokens, where ``reserve =
 min(max_tokens, context_length // 2)`` is kept for the reply, and each
@@ -164,7 +177,8 @@ def recorded_settings(
         }
     counts = "none"
     if context_length is not None:
-        # "server" only when the backend answers a count (a ChatClient's server may have no /tokenize)
+        # "server" only when the backend answers a count; this first count is where a ChatClient finds how
+        # its server counts, or that it cannot (then None: the estimate)
         counter = getattr(backend, "count_prompt_tokens", None)
         probe = [{"role": "user", "content": "x"}]
         counts = "server" if counter is not None and counter(probe) is not None else "estimate"
@@ -219,7 +233,7 @@ class PromptFitter:
                 raise TypeError('token_count "server" needs a backend with count_prompt_tokens(messages)')
             counted = self.backend.count_prompt_tokens(messages)
             if counted is None:
-                raise ChatError("the server stopped answering token counts (/tokenize)")  # a crash: rerun
+                raise ChatError("the server stopped answering token counts")  # a crash: rerun
             return int(counted)
         return sum(len(m["content"].encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
 

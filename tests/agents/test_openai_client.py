@@ -9,6 +9,7 @@ whatever the server does not do.
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 
@@ -28,10 +29,15 @@ CONTEXT = 512
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def model_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny-chat")
     save_chat_model(str(folder), ["#####\n#P_O#\n#####", "push the box up down left right"], vocab_size=200)
-    chat = TransformersChat.from_pretrained(str(folder), max_model_len=CONTEXT)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(model_folder):
+    chat = TransformersChat.from_pretrained(str(model_folder), max_model_len=CONTEXT)
     with serving(create_app(chat, "tiny")) as url:
         yield url, openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
 
@@ -51,6 +57,91 @@ def test_streaming_sends_server_sent_events_that_join_to_the_reply(server):
     assert finishes == [whole.choices[0].finish_reason]
     assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
     assert chunks[-1].usage.prompt_tokens == whole.usage.prompt_tokens
+
+
+def streamed(client, **kwargs):
+    """Per choice index: the joined text, the finish reason and the stop reason; and the usage."""
+    texts, finishes, usage = {}, {}, None
+    for chunk in create(client, stream=True, stream_options={"include_usage": True}, **kwargs):
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            texts[choice.index] = texts.get(choice.index, "") + (choice.delta.content or "")
+            if choice.finish_reason:
+                finishes[choice.index] = (choice.finish_reason, choice.model_extra.get("stop_reason"))
+    return texts, finishes, usage
+
+
+def test_a_stream_joins_to_the_same_reply_with_stop_strings_limits_and_n(server):
+    _, client = server
+    free = create(client, max_tokens=24, temperature=1.0, seed=11).choices[0].message.content
+    cases = [
+        {"max_tokens": 24, "temperature": 1.0, "seed": 11, "stop": [free[6:9], "never-there"]},
+        {"max_tokens": 24, "temperature": 1.0, "seed": 11, "stop": "never-there"},
+        {"max_tokens": 3, "temperature": 1.0, "seed": 11},
+        {"max_tokens": 12, "temperature": 1.0, "seed": 5, "n": 2, "stop": [free[2:4]]},
+    ]
+    for case in cases:
+        whole = create(client, **case)
+        texts, finishes, usage = streamed(client, **case)
+        assert texts == {c.index: c.message.content for c in whole.choices}, case
+        assert finishes == {c.index: (c.finish_reason, c.model_extra["stop_reason"]) for c in whole.choices}
+        assert (usage.prompt_tokens, usage.completion_tokens) == (
+            whole.usage.prompt_tokens,
+            whole.usage.completion_tokens,
+        )
+    stopped = create(client, **cases[0]).choices[0]
+    assert stopped.finish_reason == "stop" and stopped.message.content == free[: free.index(free[6:9])]
+
+
+class GatedModel:
+    """The model, with a gate in generation: at its 6th new token ``generate`` waits (10 s at most) until
+    the client has received a chunk of text; records when generation ended."""
+
+    def __init__(self, model, client_has_text: threading.Event, events: list[str]) -> None:
+        self.model, self.client_has_text, self.events = model, client_has_text, events
+
+    def generate(self, *args, streamer=None, **kwargs):
+        gate = self
+
+        class Gate:  # transformers' streamer interface: put(prompt), put(token) per step, end()
+            puts = 0
+
+            def put(self, value):
+                if streamer is not None:
+                    streamer.put(value)
+                Gate.puts += 1
+                if Gate.puts == 7:  # the prompt, then the 6th new token
+                    gate.client_has_text.wait(timeout=10)
+
+            def end(self):
+                if streamer is not None:
+                    streamer.end()
+
+        output = self.model.generate(*args, streamer=Gate(), **kwargs)
+        self.events.append("generation ended")
+        return output
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def test_a_stream_sends_text_before_generation_ends(model_folder):
+    chat = TransformersChat.from_pretrained(str(model_folder), max_model_len=CONTEXT)
+    client_has_text, events = threading.Event(), []
+    chat.model = GatedModel(chat.model, client_has_text, events)
+    with serving(create_app(chat, "tiny")) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0)
+        text = ""
+        for chunk in create(client, max_tokens=16, temperature=1.0, seed=3, stream=True):
+            piece = chunk.choices[0].delta.content if chunk.choices else None
+            if piece and not client_has_text.is_set():
+                events.append("client received text")
+                client_has_text.set()
+            text += piece or ""
+        whole = create(client, max_tokens=16, temperature=1.0, seed=3)
+    assert whole.usage.completion_tokens == 16  # long enough to pass the gate
+    assert events[:2] == ["client received text", "generation ended"]
+    assert text == whole.choices[0].message.content
 
 
 def test_content_as_a_list_of_text_parts_reads_as_the_joined_string(server):
@@ -133,7 +224,7 @@ def test_models_report_the_context_and_a_long_prompt_is_refused_as_vllm_does(ser
     with pytest.raises(ContextLengthError, match="maximum context length"):
         ours.complete(long, max_tokens=1)
     assert ours.context_length() == CONTEXT
-    assert ours.count_prompt_tokens(PROMPT) == counted["count"]
+    assert ours.count_prompt_tokens(PROMPT) == counted["count"] and ours.token_counter == "vllm"
     assert ChatClient(f"{url}/v1", "another", max_retries=0).context_length() is None
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="other", messages=PROMPT, max_tokens=1)

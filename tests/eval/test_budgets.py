@@ -25,6 +25,7 @@ from agentenvs.eval.panel import PANELS
 from agentenvs.eval.statistics import wilson_interval
 from leaderboard.verify import verify_submission
 
+from fixtures import tokenizer_servers
 from fixtures.openai_server import FakeOpenAIServer
 
 SMOKE = PANELS["smoke"]
@@ -288,3 +289,102 @@ def test_the_eval_page_states_each_envs_reply_budget():
         assert stated[family] == env_class.reply_max_tokens, family
     for family, tokens in stated.items():
         assert re.search(rf"{re.escape(family)}[^.;]*?\b{tokens}\b", paragraph), family
+
+
+# each server's model-info and tokenizer endpoints, in its documented shapes (fixtures/tokenizer_servers.py):
+# what it records, the route that counts, the special tokens its count adds
+SERVERS = {
+    "vllm": (lambda: tokenizer_servers.vllm("m", 100_000), "server", "POST /tokenize", 0),
+    "llama.cpp": (lambda: tokenizer_servers.llama_cpp(100_000), "server", "POST /apply-template", 1),  # BOS
+    "tgi": (lambda: tokenizer_servers.tgi(100_000), "server", "POST /chat_tokenize", 0),
+    "sglang": (lambda: tokenizer_servers.sglang("m", 100_000), "estimate", None, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_each_servers_documented_tokenizer_counts_prompts_under_default_flags(name, tmp_path, capsys):
+    routes, recorded, counting_route, special = SERVERS[name]
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>", routes=routes()) as server:
+        command = ["eval", "Sokoban-v0", "--model", "m", "--base-url", server.base_url, "--panel", "smoke"]
+        assert main([*command, "--out", str(tmp_path)]) == 0, capsys.readouterr()
+        calls = [route for route, _ in server.calls]
+        client = ChatClient(server.base_url, "m", max_retries=0)
+        prompt = [{"role": "system", "content": "push the box"}, {"role": "user", "content": "#P_O# now"}]
+        counted = client.count_prompt_tokens(prompt)
+    document = read_bundle(tmp_path)
+    settings = document["metadata"]["settings"]
+    assert (settings["context_length"], settings["token_count"]) == (100_000, recorded)
+    verdict = verify_submission(document)
+    assert verdict.verified, verdict.problems
+    if recorded == "server":
+        assert client.token_counter == name
+        assert counted == tokenizer_servers.chat_tokens(prompt) + special
+        assert calls.count(counting_route) > 1  # the probe, then the episodes' prompts
+    else:  # SGLang's /tokenize takes text only and it renders no chat template: nothing more is asked
+        assert counted is None and client.token_counter is None
+        assert calls.count("POST /tokenize") == 1
+
+
+BAD_ANSWERS = {
+    "403": (403, {"error": "forbidden"}),
+    "500 after retries": (500, {"error": "tokenizer crashed"}),
+    "not JSON": (200, b"<html>tokenize</html>"),
+    "count as a string": (200, {"count": "12"}),
+    "count as a bool": (200, {"count": True}),
+    "count zero": (200, {"count": 0}),
+    "tokens not a list": (200, {"tokens": "12"}),
+    "a bare list of numbers": (200, [1, 2, 3]),
+    "tokens of another kind": (200, {"tokens": [{"piece": "x"}]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ANSWERS))
+def test_any_other_answer_falls_back_to_the_estimate_and_says_so(case, tmp_path):
+    status, payload = BAD_ANSWERS[case]
+    routes = {**tokenizer_servers.vllm("m", 100_000), "POST /tokenize": lambda body: (status, payload)}
+    routes["POST /apply-template"] = routes["POST /chat_tokenize"] = lambda body: (status, payload)
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>", routes=routes) as server:
+        client = ChatClient(server.base_url, "m", max_retries=1, backoff_s=0.0)
+        report = run_eval([SOKOBAN], client, tmp_path, spec=SMOKE, model="m")
+        asked = len(server.calls)
+    assert report.played == 3 and not report.crashed
+    document = read_bundle(tmp_path)
+    assert document["metadata"]["settings"]["token_count"] == "estimate"
+    assert verify_submission(document).verified
+    assert (
+        client.token_counter is None
+        and client.count_prompt_tokens([{"role": "user", "content": "x"}]) is None
+    )
+    # one probe (each way once, each retried once on a 5xx) and nothing after it
+    assert asked == 1 + (2 if status >= 500 else 1) * 3
+
+
+def test_an_older_llama_cpp_without_apply_template_gets_the_estimate(tmp_path):
+    routes = tokenizer_servers.llama_cpp(100_000)
+    del routes["POST /apply-template"]  # /tokenize alone cannot apply the chat template
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>", routes=routes) as server:
+        client = ChatClient(server.base_url, "m", max_retries=0)
+        run_eval([SOKOBAN], client, tmp_path, spec=SMOKE, model="m")
+        assert [route for route, _ in server.calls].count("POST /tokenize") == 1  # answered {"tokens": []}
+    settings = read_bundle(tmp_path)["metadata"]["settings"]
+    assert (settings["context_length"], settings["token_count"]) == (100_000, "estimate")
+
+
+def test_a_server_that_stops_counting_mid_run_crashes_episodes_and_a_rerun_plays_them(tmp_path):
+    broken = {"now": False}
+    routes = tokenizer_servers.vllm("m", 100_000)
+    counting = routes["POST /tokenize"]
+    routes["POST /tokenize"] = lambda body: (503, {"error": "down"}) if broken["now"] else counting(body)
+    with FakeOpenAIServer(reply=lambda body: "<action>left</action>", routes=routes) as server:
+        client = ChatClient(server.base_url, "m", max_retries=1, backoff_s=0.0)
+        report = run_eval(
+            [SOKOBAN], client, tmp_path, spec=SMOKE, model="m", on_start=lambda n: broken.update(now=True)
+        )
+        assert report.played == 0 and len(report.crashed) == 3 and report.summary is None
+        assert all("/tokenize" in error and "503" in error for _, error in report.crashed)
+        broken["now"] = False  # the server is back: the rerun counts the same way and plays what crashed
+        rerun = run_eval([SOKOBAN], ChatClient(server.base_url, "m"), tmp_path, spec=SMOKE, model="m")
+    assert rerun.played == 3 and not rerun.crashed
+    document = read_bundle(tmp_path)
+    assert document["metadata"]["settings"]["token_count"] == "server"
+    assert verify_submission(document).verified
