@@ -15,9 +15,12 @@ Checks, in order (all problems are collected, up to :data:`MAX_PROBLEMS`):
    reward, obs key and state key, the turn count, component sums, return,
    success and score must equal the record's (an edited response changes
    them); how each episode ended is checked against the replay: its
-   ``end_reason`` is required, ``terminated`` or ``truncated`` must be the
-   flag the env raised on the last turn (a flipped flag is refused as
-   ``recorded terminated=True (…), the replay ended truncated``), and an
+   ``end_reason``, ``terminated`` and ``truncated`` are required, the end
+   reason must name the flag the env raised on the last turn (a changed one
+   is refused as ``recorded terminated=True (…), the replay ended
+   truncated``), each flag must be the one the env returned (a flipped flag
+   is refused as ``recorded truncated=False, the replay's env returned
+   truncated=True on turn N``), and an
    episode recorded as ended by ``context_overflow`` must still be running
    after its turns, and counts as a failure with score 0;
 5. the summary is recomputed from the episodes and must equal the submitted
@@ -117,8 +120,10 @@ def verify_submission(
     replays = replay_records(records, backend=backend, num_workers=num_workers, batch=batch)
     for number, (record, replayed) in enumerate(zip(records, replays, strict=False)):
         where = f"episode {number} ({record.env_id} task {record.task_id})"
-        if record.end_reason is None:  # the schema allows it for older results files, the board does not
-            verdict.add(f"{where}: no end_reason; every episode on the board records how it ended")
+        # the schema allows records without them (older results files); the board does not
+        unsaid = [name for name in ("end_reason", "terminated", "truncated") if getattr(record, name) is None]
+        if unsaid:
+            verdict.add(f"{where}: no {', '.join(unsaid)}; every episode on the board records how it ended")
         for problem in replayed.problems:
             verdict.add(f"{where}: {problem}")
     verdict.transcripts = [replayed.transcript for replayed in replays]

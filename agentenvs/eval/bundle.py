@@ -10,7 +10,9 @@ A bundle is a folder of three files (and, for upload, one JSON document
     reproduce (per-turn rewards, obs and state keys, success, score), plus
     usage (prompt/completion tokens, seconds in the model and in the env), and
     ``end_reason``: ``terminated``, ``truncated`` or ``context_overflow`` (the
-    prompt no longer fit the model's context: a failure, score 0). A results
+    prompt no longer fit the model's context: a failure, score 0), beside the
+    env's own ``terminated`` and ``truncated`` flags on the last turn (the
+    board requires all three, and the replay checks each). A results
     file of ``agentenvs run --out`` holds the same lines, which may also name
     env kwargs and, from older versions, lack the usage (:data:`RECORD_SCHEMA`).
 ``summary.json``
@@ -120,6 +122,8 @@ EPISODE_SCHEMA: dict[str, Any] = {
         "model_s": {"type": "number", "minimum": 0},
         "env_s": {"type": "number", "minimum": 0},
         "end_reason": {"enum": list(END_REASONS)},
+        "terminated": {"type": "boolean"},
+        "truncated": {"type": "boolean"},
     },
 }
 # what only a model's episodes measure; a scripted agent's record holds zeros

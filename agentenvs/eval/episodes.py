@@ -37,6 +37,10 @@ class EpisodeRecord:
     ``end_reason``: ``terminated``, ``truncated``, or ``context_overflow``
     (the model's prompt no longer fit: a failure with score 0, the env still
     running); None in records written before it was recorded.
+    ``terminated`` and ``truncated``: the two flags the env returned on the
+    last turn (both False after a context overflow; both may be True, and then
+    ``end_reason`` is ``terminated``); None in records written before they
+    were recorded.
     """
 
     env_id: str
@@ -57,6 +61,8 @@ class EpisodeRecord:
     model_s: float = 0.0
     env_s: float = 0.0
     end_reason: str | None = None
+    terminated: bool | None = None
+    truncated: bool | None = None
     # what a record read back claimed for ``turns`` and ``return`` (None for one played here); not
     # trusted, the replay checks them against the responses and the replayed rewards
     claimed_turns: int | None = field(default=None, compare=False, repr=False)
@@ -84,10 +90,11 @@ class EpisodeRecord:
             self.component_sums[name] = self.component_sums.get(name, 0.0) + float(value)
 
     def to_json(self) -> dict[str, Any]:
-        """The bundle's episode line (``turns`` and ``return`` computed; no ``end_reason`` when unknown)."""
+        """The bundle's episode line (``turns`` and ``return`` computed; how it ended only where known)."""
         data = {name: _copied(getattr(self, name)) for name in _JSON_FIELDS}
-        if self.end_reason is None:
-            del data["end_reason"]
+        for name in ("end_reason", "terminated", "truncated"):
+            if data[name] is None:
+                del data[name]
         data["turns"] = self.turns
         data["return"] = self.episode_return
         return data
@@ -153,4 +160,5 @@ def play_episode(
     record.success = info.get("success")
     record.score = info.get("score")
     record.end_reason = "terminated" if terminated else "truncated"
+    record.terminated, record.truncated = bool(terminated), bool(truncated)
     return record

@@ -352,6 +352,8 @@ def play_model_episode(
     record.success = False if overflowed else bool(info["success"])
     record.score = 0.0 if overflowed else float(info["score"])
     record.end_reason = CONTEXT_OVERFLOW if overflowed else "terminated" if terminated else "truncated"
+    # the env's own flags on the last turn it played (an overflow stops before the env ends: both False)
+    record.terminated, record.truncated = bool(terminated), bool(truncated)
     return record
 
 

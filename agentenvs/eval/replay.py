@@ -16,8 +16,10 @@ responses. The record must match the replay in:
 * how the episode ended: a record's ``end_reason`` ``terminated`` or
   ``truncated`` must be the flag the env raised on the last turn (where it
   raises both, ``terminated``, the rule :func:`~agentenvs.eval.episodes.play_episode`
-  and the eval harness record by); a record written before ``end_reason``
-  existed (None) claims nothing here;
+  and the eval harness record by), and its ``terminated`` and ``truncated``
+  must each be the flag the env returned on the last turn it played (both
+  False after a context overflow); a record written before these existed
+  (None) claims nothing here;
 * the ``turns`` and ``return`` a record read back claims, the reward
   component sums, success and score.
 
@@ -147,6 +149,7 @@ class _Episode:
         self.turns: list[dict[str, Any]] = []
         self.final: Mapping[str, Any] | None = None
         self.ended: str | None = None  # "terminated" or "truncated": how the env ended the episode
+        self.flags = (False, False)  # the env's terminated and truncated on the last turn replayed
         self.error: str | None = None
 
     def start(self, observation: Any, info: Mapping[str, Any]) -> None:
@@ -208,6 +211,7 @@ def _replay_chunk(
             )
             episode.observation = observation_text(observation)
             ended = terminated or truncated
+            episode.flags = (bool(terminated), bool(truncated))
             if ended:
                 episode.final = info
                 episode.ended = "terminated" if terminated else "truncated"  # both: play_episode's rule
@@ -245,6 +249,14 @@ def _differences(episode: _Episode) -> list[str]:
             f"recorded {record.end_reason}=True (end_reason {record.end_reason!r}), "
             f"the replay ended {episode.ended}"
         )
+    for name, recorded_flag, replayed_flag in zip(
+        ("terminated", "truncated"), (record.terminated, record.truncated), episode.flags, strict=True
+    ):
+        if recorded_flag is not None and recorded_flag != replayed_flag and not problems:
+            problems.append(
+                f"recorded {name}={recorded_flag}, the replay's env returned {name}={replayed_flag} "
+                f"on turn {len(episode.rewards) - 1}"
+            )
     for name, replayed, recorded in (
         ("rewards", episode.rewards, record.rewards),
         ("obs_keys", episode.obs_keys, record.obs_keys),

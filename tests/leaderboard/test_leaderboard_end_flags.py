@@ -49,6 +49,16 @@ def with_end(document, number, end_reason):
     return document
 
 
+def with_flag(document, number, name, value):
+    """``name`` (``terminated`` or ``truncated``) of one episode set to ``value``, or left out (None)."""
+    document = copy.deepcopy(document)
+    if value is None:
+        del document["episodes"][number][name]
+    else:
+        document["episodes"][number][name] = value
+    return document
+
+
 def refused_by_both_entries(tmp_path, capsys, document, reason):
     """``leaderboard verify`` exits 1 naming ``reason``; the upload ends rejected with it."""
     path = tmp_path / "submission.json"
@@ -68,7 +78,34 @@ def test_the_honest_ends_verify(truncating, terminating):
     assert verify_submission(truncating).verified and verify_submission(terminating).verified
 
 
-def test_a_flipped_terminated_flag_is_refused(tmp_path, capsys, truncating):
+def test_the_records_hold_the_envs_own_flags(truncating, terminating):
+    assert {(e["terminated"], e["truncated"]) for e in truncating["episodes"]} == {(False, True)}
+    assert {(e["terminated"], e["truncated"]) for e in terminating["episodes"]} == {(True, False)}
+
+
+@pytest.mark.parametrize("name", ["terminated", "truncated"])
+def test_each_flipped_flag_is_refused_naming_it(tmp_path, capsys, truncating, terminating, name):
+    for document in (truncating, terminating):
+        number = 1
+        recorded = not document["episodes"][number][name]
+        forged = with_flag(document, number, name, recorded)
+        turn = document["episodes"][number]["turns"] - 1
+        refused_by_both_entries(
+            tmp_path,
+            capsys,
+            forged,
+            f"recorded {name}={recorded}, the replay's env returned {name}={not recorded} on turn {turn}",
+        )
+
+
+@pytest.mark.parametrize("name", ["terminated", "truncated"])
+def test_an_episode_without_a_flag_is_refused(tmp_path, capsys, terminating, name):
+    refused_by_both_entries(
+        tmp_path, capsys, with_flag(terminating, 0, name, None), f"no {name}; every episode on the board"
+    )
+
+
+def test_a_changed_end_reason_naming_the_other_flag_is_refused(tmp_path, capsys, truncating):
     forged = with_end(truncating, 2, "terminated")  # recorded terminated=True; the env truncated
     task = forged["episodes"][2]["task_id"]
     refused_by_both_entries(
@@ -80,7 +117,7 @@ def test_a_flipped_terminated_flag_is_refused(tmp_path, capsys, truncating):
     )
 
 
-def test_a_flipped_truncated_flag_is_refused(tmp_path, capsys, terminating):
+def test_an_end_reason_changed_to_truncated_is_refused(tmp_path, capsys, terminating):
     forged = with_end(terminating, 1, "truncated")  # recorded truncated=True; the env terminated
     refused_by_both_entries(
         tmp_path,
