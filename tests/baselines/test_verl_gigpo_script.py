@@ -89,8 +89,9 @@ def recorded(tmp_path_factory) -> dict:
         "TRAIN_TASKS": "3",
         "VALID_TASKS": "2",
     }
-    env.pop("AGENTENVS_ANCHOR", None)
-    env.pop("AGENTENVS_OMEGA", None)
+    # the caller's own AGENTENVS_* settings (a cache folder, a preset) are not the script's to pass on
+    for name in [name for name in env if name.startswith("AGENTENVS_")]:
+        del env[name]
     done = subprocess.run(
         ["bash", str(SCRIPT), ENV_ID, "/models/tiny", *USER_OVERRIDES],
         env=env, capture_output=True, text=True, timeout=300,
