@@ -106,8 +106,13 @@ class TransformersChat:
         top_p: float | None = None,
         seed: int | None = None,
         stop: Sequence[str] | None = None,
+        streamer: Any = None,
     ) -> ChatReply:
-        """One reply; :class:`ContextLengthError` when prompt + ``max_tokens`` exceed the context."""
+        """One reply; :class:`ContextLengthError` when prompt + ``max_tokens`` exceed the context.
+
+        ``streamer``: transformers' streamer hook, handed to ``generate``: its ``put`` gets the prompt ids,
+        then each new token as it is made, and ``end`` when generation stops.
+        """
         import torch
 
         ids = self.prompt_ids(messages)
@@ -136,6 +141,7 @@ class TransformersChat:
                 pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos,
                 eos_token_id=eos,
                 stopping_criteria=[_StopStrings(self.tokenizer, len(ids), stop)] if stop else None,
+                streamer=streamer,
             )
         generated = output[0, len(ids) :].tolist()
         stopped = eos is not None and generated and generated[-1] == eos

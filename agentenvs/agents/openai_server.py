@@ -49,7 +49,6 @@ transformers).
 from __future__ import annotations
 
 import argparse
-import copy
 import itertools
 import json
 import queue
@@ -284,25 +283,12 @@ def _usage(replies: Sequence[ChatReply]) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-class _WithStreamer:
-    """``model`` whose ``generate`` also hands the token ids to ``streamer`` (transformers' streamer hook)."""
-
-    def __init__(self, model: Any, streamer: Any) -> None:
-        self._model, self._streamer = model, streamer
-
-    def generate(self, *args: Any, **kwargs: Any) -> Any:
-        return self._model.generate(*args, **kwargs, streamer=self._streamer)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
-
-
 class _Generation:
     """One reply of ``chat.complete`` generated in a thread, its tokens handed over as the model makes them.
 
-    ``complete`` runs on a shallow copy of ``chat`` (the same model, tokenizer and lock: one ``generate``
-    at a time) whose model passes this object to ``generate`` as its streamer: ``put`` gets the prompt
-    first, then each new token; the thread ends with the finished :class:`ChatReply` (or the error).
+    ``complete`` gets this object as its streamer (one ``generate`` at a time, under the chat's lock):
+    ``put`` gets the prompt first, then each new token; the thread ends with the finished
+    :class:`ChatReply` (or the error).
     """
 
     def __init__(
@@ -313,16 +299,12 @@ class _Generation:
         self.reply: ChatReply | None = None
         self._prompt_seen = False
         self._waiting: tuple[str, Any] | None = None
-        streaming = copy.copy(chat)
-        streaming.model = _WithStreamer(chat.model, self)
-        self._thread = threading.Thread(target=self._run, args=(streaming, messages, request), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(chat, messages, request), daemon=True)
         self._thread.start()
 
-    def _run(
-        self, streaming: TransformersChat, messages: list[dict[str, str]], request: dict[str, Any]
-    ) -> None:
+    def _run(self, chat: TransformersChat, messages: list[dict[str, str]], request: dict[str, Any]) -> None:
         try:
-            self.events.put(("done", streaming.complete(messages, **request)))
+            self.events.put(("done", chat.complete(messages, **request, streamer=self)))
         except BaseException as exc:  # handed to the reader, which raises it
             self.events.put(("error", exc))
 
