@@ -84,12 +84,13 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from agentenvs.core.keys import stable_digest
 
+_T = TypeVar("_T")
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # the ways of counting a chat prompt's tokens on the server, in the order tried (module docstring)
 TOKEN_COUNTERS = ("vllm", "llama.cpp", "tgi")
@@ -228,44 +229,57 @@ class ChatClient:
 
     def _post_with_retries(self, body: dict[str, Any]) -> ChatReply:
         payload = json.dumps(body).encode("utf-8")
+
+        def attempt(number: int) -> ChatReply:
+            raw = self._post(self.url, payload, context_refusal=True)
+            return replace(parse_completion(raw, self.url), attempts=number + 1)
+
+        return self._retrying(self.url, attempt, counted=True)
+
+    def _retrying(self, url: str, attempt: Callable[[int], _T], *, counted: bool) -> _T:
+        """``attempt(n)`` until it answers, at most ``max_retries + 1`` times: a :class:`_RetryableError`
+        waits (exponential backoff, or the server's Retry-After) and tries again, a :class:`ChatError`
+        ends at once. ``counted``: the tries go into :attr:`stats` (completions only)."""
         last_error = ""
-        for attempt in range(self.max_retries + 1):
-            with self._lock:
-                self.stats.requests += 1
-                if attempt:
-                    self.stats.retries += 1
+        for number in range(self.max_retries + 1):
+            if counted:
+                with self._lock:
+                    self.stats.requests += 1
+                    if number:
+                        self.stats.retries += 1
             try:
-                return replace(self._post(payload), attempts=attempt + 1)
+                return attempt(number)
             except _RetryableError as exc:
                 last_error = str(exc)
-                if attempt < self.max_retries:
-                    time.sleep(max(self.backoff_s * 2**attempt, exc.retry_after_s))
+                if number < self.max_retries:
+                    time.sleep(max(self.backoff_s * 2**number, exc.retry_after_s))
             except ChatError:
-                with self._lock:
-                    self.stats.failures += 1
+                if counted:
+                    with self._lock:
+                        self.stats.failures += 1
                 raise
-        with self._lock:
-            self.stats.failures += 1
-        raise ChatError(f"{self.url}: no answer after {self.max_retries + 1} attempts; last: {last_error}")
+        if counted:
+            with self._lock:
+                self.stats.failures += 1
+        raise ChatError(f"{url}: no answer after {self.max_retries + 1} attempts; last: {last_error}")
 
-    def _post(self, payload: bytes) -> ChatReply:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+    def _post(self, url: str, payload: bytes, *, context_refusal: bool = False) -> bytes:
+        """One POST of ``payload``; the raw answer. A status of :data:`RETRYABLE_STATUS` or a connection
+        failure raises :class:`_RetryableError`; any other status :class:`ChatError`
+        (:class:`ContextLengthError` for a refused long prompt, where ``context_refusal``)."""
+        request = urllib.request.Request(url, data=payload, headers=self._headers(), method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
+                return response.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace")
             if exc.code in RETRYABLE_STATUS:
                 raise _RetryableError(f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)) from exc
-            refused = ContextLengthError if exc.code == 400 and CONTEXT_REFUSAL.search(detail) else ChatError
-            raise refused(f"{self.url}: HTTP {exc.code}: {detail}") from exc
+            refused = exc.code == 400 and context_refusal and CONTEXT_REFUSAL.search(detail)
+            raise (ContextLengthError if refused else ChatError)(f"{url}: HTTP {exc.code}: {detail}") from exc
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise _RetryableError(f"{type(exc).__name__}: {reason}") from exc
-        return parse_completion(raw, self.url)
 
     @property
     def root(self) -> str:
@@ -360,27 +374,15 @@ class ChatClient:
         """POST ``body`` to ``url``; its JSON answer, retried like a completion (``RETRYABLE_STATUS``,
         connection errors). Any other status, or a body that is not JSON, raises :class:`ChatError`."""
         payload = json.dumps(body).encode("utf-8")
-        last_error = ""
-        for attempt in range(self.max_retries + 1):
-            request = urllib.request.Request(url, data=payload, headers=self._headers(), method="POST")
+
+        def attempt(_: int) -> Any:
+            raw = self._post(url, payload)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    raw = response.read()
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                if exc.code not in RETRYABLE_STATUS:
-                    raise ChatError(f"{url}: HTTP {exc.code}: {detail}") from exc
-                last_error, wait = f"HTTP {exc.code}: {detail}", _retry_after(exc.headers)
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                last_error, wait = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", 0.0
-            else:
-                try:
-                    return json.loads(raw)
-                except ValueError as exc:
-                    raise ChatError(f"{url}: not JSON: {raw[:200]!r}") from exc
-            if attempt < self.max_retries:
-                time.sleep(max(self.backoff_s * 2**attempt, wait))
-        raise ChatError(f"{url}: no answer after {self.max_retries + 1} attempts; last: {last_error}")
+                return json.loads(raw)
+            except ValueError as exc:
+                raise ChatError(f"{url}: not JSON: {raw[:200]!r}") from exc
+
+        return self._retrying(url, attempt, counted=False)
 
     def _get_json(self, url: str) -> Any:
         """GET ``url``; None for 404, 405, 501 (no such endpoint). Other failures raise :class:`ChatError`."""
