@@ -12,22 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from baselines.experiments.estimators import (
+from baselines.experiments.common import (
     COST_FILE,
-    ESTIMATORS,
     PINNED_ENVIRONMENT,
-    RESULTS_DIR,
-    RESULTS_NAME,
     UnpinnedNumerics,
-    docs_table,
     environment_is_pinned,
     episodes_to_threshold,
-    estimator_config,
     mkl_branch,
     moving_average,
     pin_numerics,
-    run_counts,
     train_or_read,
+)
+from baselines.experiments.estimators import (
+    ESTIMATORS,
+    RESULTS_DIR,
+    RESULTS_NAME,
+    docs_table,
+    estimator_config,
+    run_counts,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -287,7 +287,8 @@ def test_random_weight_model_path_trains_with_the_full_vocabulary(tmp_path, monk
 
 
 def test_experiment_summary_counts_episodes_to_threshold():
-    from baselines.experiments.estimators import episodes_to_threshold, moving_average, summarise
+    from baselines.experiments.common import episodes_to_threshold, moving_average
+    from baselines.experiments.estimators import summarise
 
     np.testing.assert_allclose(moving_average([0.0, 1.0, 1.0, 0.0], 2), [0.0, 0.5, 1.0, 0.5])
     records = [

@@ -146,7 +146,7 @@ def test_the_curve_reader_refuses_an_empty_run_and_bad_options_with_a_reason(tmp
 
 
 def test_the_scripts_pins_are_the_experiments():
-    from baselines.experiments.estimators import PINNED_ENVIRONMENT
+    from baselines.experiments.common import PINNED_ENVIRONMENT
 
     (line,) = [
         line for line in TRAIN_SCRIPT.read_text(encoding="utf-8").splitlines() if line.startswith("export ")

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from baselines.experiments.estimators import moving_average
+from baselines.experiments.common import moving_average
 from baselines.metrics import read_jsonl
 
 
