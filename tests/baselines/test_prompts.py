@@ -148,10 +148,16 @@ def test_template_options_are_checked():
 
 
 def test_baselines_name_no_env_family_outside_docstrings():
-    """Facts about families live in the envs: no family name in the code of baselines/."""
+    """Facts about families live in the envs: no family name in the code of baselines/.
+
+    The experiments' strings are the exception: each experiment is a named paper's table rerun on a
+    named env, and its docs row cites both (the paper's setting, the miniature's); its names and
+    attributes are checked like all the others'."""
     families = ("Sokoban", "ALFWorld", "WebShop", "TextCraft", "BabyAI", "ColBench")
+    experiments = ROOT / "baselines" / "experiments"
     found = []
     for path in sorted((ROOT / "baselines").rglob("*.py")):
+        prose = experiments in path.parents
         tree = ast.parse(path.read_text())
         docstrings = {
             id(node.body[0].value)
@@ -163,6 +169,8 @@ def test_baselines_name_no_env_family_outside_docstrings():
         }
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if prose:
+                    continue
                 text = node.value
             elif isinstance(node, ast.Name):
                 text = node.id
