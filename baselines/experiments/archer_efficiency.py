@@ -70,6 +70,7 @@ from baselines.experiments.arms import (
     run_table,
     spread,
 )
+from baselines.experiments.common import markdown_row
 
 NAME = "archer_efficiency"
 ITERATIONS = 36
@@ -162,7 +163,7 @@ def docs_row(results: dict[str, Any]) -> str:
         f"{results['verdict']['verdict']}: {results['verdict']['reason']}",
         f"{cpu_cell(results['cost'])}; CPU s per episode: {per_episode}",
     ]
-    return "| " + " | ".join(cells) + " |"
+    return markdown_row(cells)
 
 
 def judge(results: dict[str, Any]) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,18 +39,19 @@ import numpy as np
 
 from baselines.experiments.common import (
     PINNED_TORCH_THREADS,
+    RESULTS_DIR,
     environment_is_pinned,
     episodes_to_threshold,
     moving_average,
     pin_numerics,
     run_pinned,
+    save_figure,
     seed_count,
     train_or_read,
 )
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 @dataclass(frozen=True)
@@ -280,10 +280,7 @@ def plot_curves(
         axis.set_ylabel(f"moving average, {window} iterations (mean ± std over seeds)")
         axis.grid(alpha=0.3)
         axis.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path, dpi=110)
 
 
 def parse_arguments(
@@ -362,6 +359,16 @@ def write_results(
     print(f"results: {path}" + (f", curves: {figure}" if figure else ""))
 
 
+def arm_outcome(label: str, block: dict[str, Any], threshold: float) -> str:
+    """An arm's part of a docs row: its final success and its censored episodes to ``threshold``
+    (:func:`spread` of each), and how many of its runs reach the threshold."""
+    return (
+        f"{label}: final success {spread(block['final_success'])}, "
+        f"{spread(block['censored_episodes'], 0)} episodes to {threshold} "
+        f"({block['runs_reaching_threshold']} of {len(block['seeds'])} reach it)"
+    )
+
+
 def run_table(table: ModuleType, argv: Sequence[str] | None, judge: Callable[[dict[str, Any]], None]) -> int:
     """A table module's ``main``: its arms trained (or read back) in a pinned process, then ``judge``
     adds the summary and the verdict (and what else the table reports) to the results, which are
@@ -373,7 +380,7 @@ def run_table(table: ModuleType, argv: Sequence[str] | None, judge: Callable[[di
     description = (table.__doc__ or table.NAME).splitlines()[0]
     args = parse_arguments(description, table.NAME, table.ITERATIONS, table.THRESHOLD, table.WINDOW, argv)
     if not environment_is_pinned():
-        return run_pinned(f"baselines.experiments.{table.NAME}", sys.argv[1:] if argv is None else list(argv))
+        return run_pinned(f"baselines.experiments.{table.NAME}", argv)
     numerics = pin_numerics()
     runs, costs, settings = train_arms(table.ARMS, args.seeds, Path(args.out), table.SHARED, args.iterations)
     results = base_results(table.NAME, args, numerics, runs, costs, settings, table.METRICS)

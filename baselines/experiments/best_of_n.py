@@ -100,9 +100,9 @@ import numpy as np
 
 from agentenvs.core import derive_rng, derive_seed
 from agentenvs.core.env import AgentEnv, agent_env
+from baselines.experiments.common import RESULTS_DIR
 from baselines.prompts import HistoryEntry, PromptTemplate
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 MODES = ("trajectory", "step")
 POLICIES = ("valid-actions", "lm")
 DEFAULT_N = (1, 2, 4, 8, 16)

@@ -10,7 +10,7 @@ says, since these are read once when torch first dispatches. Its ``main``
 starts with::
 
     if not environment_is_pinned():
-        return run_pinned("baselines.experiments.NAME", argv)
+        return run_pinned("baselines.experiments.NAME", argv)  # argv None: sys.argv[1:]
     numerics = pin_numerics()  # checks the pins took hold; record it in the results file
 """
 
@@ -34,6 +34,7 @@ from baselines.trainers.config import TrainConfig
 from baselines.trainers.run import train
 
 COST_FILE = "cost.json"
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PINNED_ENVIRONMENT = {
     "ATEN_CPU_CAPABILITY": "avx2",
@@ -102,8 +103,10 @@ def pin_numerics() -> dict[str, Any]:
     }
 
 
-def run_pinned(module: str, argv: Sequence[str]) -> int:
-    """Run ``python -m module argv`` in a child process started with :data:`PINNED_ENVIRONMENT`."""
+def run_pinned(module: str, argv: Sequence[str] | None) -> int:
+    """Run ``python -m module argv`` in a child process started with :data:`PINNED_ENVIRONMENT`
+    (``argv`` None: this process's own arguments, as ``main(None)`` parses them)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     environ = {**os.environ, **PINNED_ENVIRONMENT}
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), environ.get("PYTHONPATH")]))
     command = [sys.executable, "-m", module, *argv]
@@ -157,3 +160,18 @@ def train_or_read(config: TrainConfig) -> tuple[list[dict[str, Any]], dict[str, 
 def seed_count(count: int) -> str:
     """ "1 seed", "8 seeds"."""
     return f"{count} seed" if count == 1 else f"{count} seeds"
+
+
+def save_figure(figure: Any, path: Path, dpi: int = 120) -> Path:
+    """Lay out a matplotlib ``figure``, write it to ``path`` and close it; returns ``path``."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+    return path
+
+
+def markdown_row(cells: Sequence[str]) -> str:
+    """One row of a markdown table: ``| a | b |``."""
+    return "| " + " | ".join(cells) + " |"

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +51,14 @@ import numpy as np
 
 from baselines.experiments.common import (
     PINNED_TORCH_THREADS,
+    RESULTS_DIR,
     UnpinnedNumerics,
     environment_is_pinned,
     episodes_to_threshold,
     moving_average,
     pin_numerics,
     run_pinned,
+    save_figure,
     seed_count,
     train_or_read,
 )
@@ -65,7 +66,6 @@ from baselines.metrics import read_jsonl
 from baselines.trainers.config import TrainConfig, load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_NAME = "estimators"
 COUNTS = ("env_steps", "branch_rollouts", "branch_env_steps", "all_env_steps")
 
@@ -311,11 +311,7 @@ def plot(runs: dict[str, dict[int, list[dict[str, Any]]]], out: Path, window: in
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
             axis.legend()
-    figure.tight_layout()
-    path = out / f"{RESULTS_NAME}.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, out / f"{RESULTS_NAME}.png")
 
 
 def print_table(summary: dict[str, Any], cost: dict[str, Any], threshold: float, window: int) -> None:
@@ -376,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--seeds-of wants one of {args.estimators}=SEED,SEED,..., got {item!r}")
         seeds_of[name] = [int(seed) for seed in listed.split(",")]
     if not environment_is_pinned():
-        return run_pinned("baselines.experiments.estimators", sys.argv[1:] if argv is None else list(argv))
+        return run_pinned("baselines.experiments.estimators", argv)
     numerics = pin_numerics()
 
     earlier = json.loads(Path(args.earlier).read_text(encoding="utf-8")) if args.earlier else {}

@@ -50,12 +50,13 @@ import numpy as np
 from baselines.experiments.arms import (
     CONFIGS,
     Arm,
+    arm_outcome,
     cpu_cell,
     curve_mean,
     file_success_summary,
     run_table,
-    spread,
 )
+from baselines.experiments.common import markdown_row
 
 NAME = "hicra_mechanics"
 ITERATIONS = 36
@@ -109,10 +110,7 @@ def docs_row(results: dict[str, Any]) -> str:
     """The docs page's row of this table, from the results file."""
     summary = results["summary"]
     ours = "<br>".join(
-        f"{ARMS[arm].label}: final success {spread(block['final_success'])}, "
-        f"{spread(block['censored_episodes'], 0)} episodes to {results['threshold']} "
-        f"({block['runs_reaching_threshold']} of {len(block['seeds'])} reach it)"
-        for arm, block in summary.items()
+        arm_outcome(ARMS[arm].label, block, results["threshold"]) for arm, block in summary.items()
     )
     cells = [
         "HICRA",
@@ -123,7 +121,7 @@ def docs_row(results: dict[str, Any]) -> str:
         f"{results['verdict']['verdict']}: {results['verdict']['reason']}",
         cpu_cell(results["cost"]),
     ]
-    return "| " + " | ".join(cells) + " |"
+    return markdown_row(cells)
 
 
 def judge(results: dict[str, Any]) -> None:

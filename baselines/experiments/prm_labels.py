@@ -84,14 +84,21 @@ from baselines.experiments.best_of_n import (
     reset_seed,
     step_level,
 )
-from baselines.experiments.common import environment_is_pinned, pin_numerics, run_pinned, seed_count
+from baselines.experiments.common import (
+    RESULTS_DIR,
+    environment_is_pinned,
+    markdown_row,
+    pin_numerics,
+    run_pinned,
+    save_figure,
+    seed_count,
+)
 from baselines.prompts import PromptTemplate
 from baselines.trainers.agentprm import AgentPRMOptions
 from baselines.trainers.branches import discounted_return
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "agentprm_sokoban.yaml"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_NAME = "prm_labels"
 LABELLINGS = {"td": "TD(λ)", "mc": "Monte Carlo"}
 DEFAULT_BUDGETS = tuple(1000 * 2**k for k in range(9))
@@ -541,7 +548,7 @@ def docs_row(results: dict[str, Any]) -> str:
         f"{judged['verdict']}: {reason}",
         f"{cost['cpu_s']:,.0f} CPU s, {cost['env_steps']:,} env steps",
     ]
-    return "| " + " | ".join(cells) + " |"
+    return markdown_row(cells)
 
 
 def plot(summary: dict[str, Any], budgets: Sequence[int], out: Path) -> Path | None:
@@ -577,11 +584,7 @@ def plot(summary: dict[str, Any], budgets: Sequence[int], out: Path) -> Path | N
     for axis in axes:
         axis.grid(alpha=0.3)
         axis.legend()
-    figure.tight_layout()
-    path = out / f"{RESULTS_NAME}.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, out / f"{RESULTS_NAME}.png")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -616,7 +619,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, progress: Callable[[str], None] = print) -> int:
     args = parse_args(argv)
     if not environment_is_pinned():
-        return run_pinned("baselines.experiments.prm_labels", sys.argv[1:] if argv is None else list(argv))
+        return run_pinned("baselines.experiments.prm_labels", argv)
     numerics = pin_numerics()
     config = load_config(CONFIG)
     options = config.algorithm_options(AgentPRMOptions)

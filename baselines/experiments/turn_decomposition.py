@@ -41,13 +41,12 @@ Seed 0 reruns bit for bit (pinned numerics, :mod:`baselines.experiments.common`)
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from baselines.experiments.arms import Arm, cpu_cell, write_results
-from baselines.experiments.common import environment_is_pinned, pin_numerics, run_pinned
+from baselines.experiments.common import environment_is_pinned, markdown_row, pin_numerics, run_pinned
 from baselines.experiments.turn_rewards import ARMS as TURN_REWARD_ARMS
 from baselines.experiments.turn_rewards import (
     METRICS,
@@ -121,7 +120,7 @@ def docs_row(results: Mapping[str, Any]) -> str:
         f"{judged['verdict']}: {judged['reason']}",
         f"{cpu_cell(results['cost'])}, the trajectory-level ones shared with table 1",
     ]
-    return "| " + " | ".join(cells) + " |"
+    return markdown_row(cells)
 
 
 def print_table(results: Mapping[str, Any]) -> None:
@@ -137,7 +136,7 @@ def print_table(results: Mapping[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_arguments(__doc__.splitlines()[0], argv)
     if not environment_is_pinned():
-        return run_pinned(f"baselines.experiments.{NAME}", sys.argv[1:] if argv is None else list(argv))
+        return run_pinned(f"baselines.experiments.{NAME}", argv)
     numerics = pin_numerics()
     results = arm_results(NAME, ARMS, args, numerics, PAPER)
     results["verdict"] = verdict(results["summary"], args.window)

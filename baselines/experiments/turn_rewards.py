@@ -62,7 +62,6 @@ Seed 0 reruns bit for bit: the experiment trains in a process with pinned numeri
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +80,7 @@ from baselines.experiments.arms import (
     train_arms,
     write_results,
 )
-from baselines.experiments.common import environment_is_pinned, pin_numerics, run_pinned
+from baselines.experiments.common import environment_is_pinned, markdown_row, pin_numerics, run_pinned
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 
 NAME = "turn_rewards"
@@ -342,7 +341,7 @@ def docs_row(results: Mapping[str, Any]) -> str:
         f"({valid['key_claims_held']} of {len(KEY_CLAIMS)} key gaps exceed 2 SE)",
         cpu_cell(results["cost"]),
     ]
-    return "| " + " | ".join(cells) + " |"
+    return markdown_row(cells)
 
 
 def print_table(results: Mapping[str, Any]) -> None:
@@ -364,7 +363,7 @@ def print_table(results: Mapping[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_arguments(__doc__.splitlines()[0], argv)
     if not environment_is_pinned():
-        return run_pinned(f"baselines.experiments.{NAME}", sys.argv[1:] if argv is None else list(argv))
+        return run_pinned(f"baselines.experiments.{NAME}", argv)
     numerics = pin_numerics()
     results = arm_results(NAME, ARMS, args, numerics, PAPER)
     results["verdict"] = verdict(results["summary"], args.window)

@@ -77,7 +77,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,16 +86,17 @@ import numpy as np
 
 from baselines.experiments.common import (
     PINNED_TORCH_THREADS,
+    RESULTS_DIR,
     environment_is_pinned,
     pin_numerics,
     run_pinned,
+    save_figure,
     seed_count,
     train_or_read,
 )
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "paper_two_turn_search.yaml"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_NAME = "two_turn_search"
 DEFAULT_OUT = "runs/paper_two_turn_search"
 ENTITIES = ("zorb", "quil", "maxo", "tepi", "runa", "velk", "dabe", "wisk")
@@ -356,11 +356,7 @@ def plot(curves: Curves, out: Path) -> Path | None:
         axis.set_ylabel(metric.replace("_", " ") + " (per episode, paper's units)")
         axis.grid(alpha=0.3)
         axis.legend()
-    figure.tight_layout()
-    path = out / f"{RESULTS_NAME}.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, out / f"{RESULTS_NAME}.png")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -373,8 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     args = parser.parse_args(argv)
     if not environment_is_pinned():
-        passed = sys.argv[1:] if argv is None else list(argv)
-        return run_pinned(f"baselines.experiments.{RESULTS_NAME}", passed)
+        return run_pinned(f"baselines.experiments.{RESULTS_NAME}", argv)
     numerics = pin_numerics()
 
     out = Path(args.out)

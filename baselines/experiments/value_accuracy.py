@@ -88,9 +88,12 @@ from agentenvs.vector import GroupedVectorEnv
 from baselines.experiments.common import (
     COST_FILE,
     PINNED_TORCH_THREADS,
+    RESULTS_DIR,
     environment_is_pinned,
+    markdown_row,
     pin_numerics,
     run_pinned,
+    save_figure,
     seed_count,
 )
 from baselines.metrics import read_jsonl
@@ -104,7 +107,6 @@ from baselines.trainers.sampler import make_engine
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 CONFIG = CONFIGS / "paper_value_ppo.yaml"
 VINEPPO_CONFIG = CONFIGS / "vineppo_sokoban.yaml"
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESULTS_NAME = "value_accuracy"
 MEASUREMENTS_FILE = "value_accuracy.json"
 ESTIMATORS = {"critic": "PPO critic", "estimate": "VinePPO K-rollout mean"}
@@ -277,7 +279,7 @@ def docs_row(results: dict[str, Any]) -> str:
         f"{judged['verdict']}: {reason}",
         f"{cost['cpu_s']:,.0f} CPU s, {cost['env_steps']:,} env steps",
     ]
-    return "| " + " | ".join(cells) + " |"
+    return markdown_row(cells)
 
 
 # --- measuring ---
@@ -549,11 +551,7 @@ def plot(curves: dict[str, dict[str, list[Any]]], out: Path) -> Path | None:
         axis.set_ylim(0, 1.05)
         axis.grid(alpha=0.3)
         axis.legend()
-    figure.tight_layout()
-    path = out / f"{RESULTS_NAME}.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, out / f"{RESULTS_NAME}.png")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -585,9 +583,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, progress: Callable[[str], None] = print) -> int:
     args = parse_args(argv)
     if not environment_is_pinned():
-        return run_pinned(
-            "baselines.experiments.value_accuracy", sys.argv[1:] if argv is None else list(argv)
-        )
+        return run_pinned("baselines.experiments.value_accuracy", argv)
     numerics = pin_numerics()
     estimate_rollouts = args.estimate_rollouts or int(
         load_config(VINEPPO_CONFIG).to_dict()["algorithm"]["mc_rollouts"]
