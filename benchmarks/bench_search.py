@@ -26,12 +26,15 @@ columns, every search's passages new to it. Reset cost is timed apart
 afterwards, through its ``set_state``, stays outside the clock).
 
 Where a search turn's time goes (the first set): process CPU µs per search
-turn of each side, with the lines cold, and of its parts timed alone over
-the same queries: the BM25 search both sides call (the query cache
-cleared), reading the passages (GEM: ``retrieve``'s rows with their
-passages, beyond the search; ours: title and text of each row), and ours'
-information text and obs_key made from them; the rest is each side's own
-turn (parsing, formatting, rewards; ours: the state key, info and keys too).
+turn of each side (ours with the lines cold, and kept from its cold pass),
+and of its parts timed alone over the same queries: the BM25 search both
+sides call (the query cache cleared), reading the passages (GEM:
+``retrieve``'s rows with their passages, beyond the search; ours: title and
+text of each row), ours' check that the joined lines are whitespace-collapsed
+already, the obs_key's digest of the collapsed text, and ours' information
+text and obs_key made from the rows (reads and check included; kept: every
+result found again); the rest is each side's own turn (parsing, formatting,
+rewards; ours: the state key, info and keys too).
 
 Part 2, agentenvs alone: mean reset ms, search-turn ms and turns/s with the
 in-process retriever and through HTTP (a retrieval_index server started in
@@ -58,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import statistics
@@ -264,7 +268,8 @@ def versus_gem(style: str, passages: int, episodes: int, repeats: int, chunk: in
 def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5) -> list[list[str]]:
     """Rows of the breakdown table: process CPU µs per search turn of each side (lines cold), and of
     the parts of it timed alone over the same queries (medians of ``rounds`` alternating rounds)."""
-    from agentenvs.envs.search.env import CorpusHit, PassageLines, bounded_query
+    from agentenvs.core.keys import text_digest
+    from agentenvs.envs.search.env import PassageLines, bounded_query, corpus_line_parts, is_collapsed
     from agentenvs.envs.search.protocol import SearchProtocol
 
     env = SearchEnv(style, split="test", corpus_passages=passages)
@@ -279,18 +284,26 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
         if parsed.error is None and parsed.actions[0].startswith("search[")
     ]
     hits = [scorer.search(query, env.topk)[0].tolist() for query in queries]
+    # each search's lines joined by a space: what the collapse check reads, and inside what the digest hashes
+    spaced = [
+        " ".join(f"Doc {i}(Title: {title}) {text}" for i, (title, text) in enumerate(rows, 1))
+        for rows in ([corpus_line_parts(corpus, row) for row in rows] for rows in hits)
+    ]
+    hashed = [f"<information>{text}</information>" for text in spaced]
 
     def turns_of(side: str) -> float:
+        """Process CPU seconds in the side's search turns; ``ours kept`` keeps the lines ``ours`` made."""
         scorer.clear_cache()
-        env.clear_passage_lines()
+        if side == "ours":
+            env.clear_passage_lines()
         spent = 0.0
         for episode in played:
-            if side == "ours":
-                env.reset(seed=episode.seed)
-            else:
+            if side == "gem":
                 peer.reset()
                 peer.env.set_state({"first_obs": str(episode.seed), "answer": list(episode.golden_answers)})
-            step = env.step if side == "ours" else peer.step
+            else:
+                env.reset(seed=episode.seed)
+            step = peer.step if side == "gem" else env.step
             for response in episode.responses:
                 started = time.process_time()
                 step(response)
@@ -305,42 +318,52 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
             scorer.search(query, env.topk)
         return time.process_time() - started
 
-    def information_texts() -> None:
-        lines = PassageLines()  # every row new to it, as on the cold side
+    def information_texts(lines: PassageLines) -> None:
         for rows in hits:
-            lines.information([CorpusHit(row, corpus) for row in rows])
+            lines.information(rows, lambda row: corpus_line_parts(corpus, row))
 
     def timed(call: Callable[[], Any]) -> float:
         started = time.process_time()
         call()
         return time.process_time() - started
 
-    parts: dict[str, list[float]] = {name: [] for name in ("ours", "gem", "search", "gem reads", "our reads",
-                                                          "our lines")}  # fmt: skip
+    names = ("ours", "ours kept", "gem", "search", "gem reads", "our reads", "collapse check",
+             "obs_key digest", "our lines", "our kept lines")  # fmt: skip
+    parts: dict[str, list[float]] = {name: [] for name in names}
     for number in range(rounds):
-        for side in ("ours", "gem") if number % 2 == 0 else ("gem", "ours"):
+        for side in ("ours", "ours kept", "gem") if number % 2 == 0 else ("gem", "ours", "ours kept"):
             parts[side].append(turns_of(side))
         parts["search"].append(searches())
         # retrieve right after the searches: a cache lookup, then the rows' passages read and wrapped
         parts["gem reads"].append(timed(lambda: [retriever.retrieve([query], env.topk) for query in queries]))
         parts["our reads"].append(
-            timed(lambda: [[corpus.title_and_text(row) for row in rows] for rows in hits])
+            timed(lambda: [[corpus_line_parts(corpus, row) for row in rows] for rows in hits])
         )
-        parts["our lines"].append(timed(information_texts))
+        parts["collapse check"].append(timed(lambda: [is_collapsed(text) for text in spaced]))
+        parts["obs_key digest"].append(timed(lambda: [text_digest(text) for text in hashed]))
+        fill = functools.partial(information_texts, PassageLines())  # every row new to it, as when cold
+        parts["our lines"].append(timed(fill))
+        parts["our kept lines"].append(timed(fill))  # the second time every result is kept
     per_search = {name: 1e6 * statistics.median(values) / len(queries) for name, values in parts.items()}
     search = per_search["search"]
-    gem_rest = per_search["gem"] - search - per_search["gem reads"]
-    ours_rest = per_search["ours"] - search - per_search["our lines"]
+
+    def cells(side: str, turn: str, reads: str, own: tuple[str, ...], lines: str) -> list[str]:
+        figures = [per_search[name] if name else None for name in (reads, *own, lines)]
+        rest = per_search[turn] - search - per_search[lines or reads]
+        shown = ["—" if figure is None else f"{figure:.1f}" for figure in figures]
+        return [side, f"{per_search[turn]:.1f}", f"{search:.1f}", *shown, f"{rest:.1f}"]
+
     return [
-        ["GEM", f"{per_search['gem']:.1f}", f"{search:.1f}", f"{per_search['gem reads']:.1f}", "—",
-         f"{gem_rest:.1f}"],
-        ["agentenvs, lines cold", f"{per_search['ours']:.1f}", f"{search:.1f}",
-         f"{per_search['our reads']:.1f}", f"{per_search['our lines']:.1f}", f"{ours_rest:.1f}"],
-    ]  # fmt: skip
+        cells("GEM", "gem", "gem reads", ("", ""), ""),
+        cells(
+            "agentenvs, lines cold", "ours", "our reads", ("collapse check", "obs_key digest"), "our lines"
+        ),
+        cells("agentenvs, lines kept", "ours kept", "", ("", ""), "our kept lines"),
+    ]
 
 
-PARTS_COLUMNS = ("side", "search turn", "BM25 search", "reading passages",
-                 "information text + obs_key (reads included)", "rest of the turn")  # fmt: skip
+PARTS_COLUMNS = ("side", "search turn", "BM25 search", "reading passages", "collapse check", "obs_key digest",
+                 "information text + obs_key (ours' reads included)", "rest of the turn")  # fmt: skip
 
 
 VERSUS_GEM_COLUMNS = (
@@ -424,8 +447,8 @@ def main() -> None:
     if rows:
         emit(
             table_of(
-                f"where a search turn's CPU goes, {args.styles[0]}: process CPU µs per search turn, lines "
-                "cold, parts timed alone over the same queries (medians of 5 alternating rounds)",
+                f"where a search turn's CPU goes, {args.styles[0]}: process CPU µs per search turn, parts "
+                "timed alone over the same queries (medians of 5 alternating rounds)",
                 PARTS_COLUMNS,
                 search_turn_parts(args.styles[0], args.passages, args.episodes),
             )

@@ -113,7 +113,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
@@ -209,8 +209,9 @@ def bounded_query(query: str) -> str:
 
 
 def passage_body(contents: str) -> str:
-    """A passage's Search-R1 line after its ``Doc {i}`` label: ``(Title: {title}) {text}`` and a newline."""
-    title, _, text = contents.partition("\n")
+    """A passage's Search-R1 line after its ``Doc {i}`` label: ``(Title: {title}) {text}`` and a newline
+    (:func:`line_parts`)."""
+    title, text = line_parts(contents)
     return f"(Title: {title}) {text}\n"
 
 
@@ -219,60 +220,51 @@ def format_passages(hits: Sequence[Any]) -> str:
     return "".join(f"Doc {i + 1}{passage_body(hit.passage.contents)}" for i, hit in enumerate(hits))
 
 
-class CorpusHit:
-    """A search hit known by its corpus row: the passage is read from the corpus only when asked for.
-
-    :class:`PassageLines` reads a passage only for a row it has not kept, so a search whose rows are
-    all kept reads no passage text at all.
-    """
-
-    __slots__ = ("index", "_corpus")
-
-    def __init__(self, index: int, corpus: Any) -> None:
-        self.index = index
-        self._corpus = corpus
-
-    @property
-    def passage(self) -> Any:
-        return self._corpus[self.index]
-
-    def body(self) -> str:
-        """:func:`passage_body` of the passage, from its title and text alone (``contents`` is
-        ``'"title"\\ntext'``, so its first line is the quoted title unless the title holds a newline)."""
-        title, text = self._corpus.title_and_text(self.index)
-        if "\n" in title:
-            return passage_body(f'"{title}"\n{text}')
-        return f'(Title: "{title}") {text}\n'
+def line_parts(contents: str) -> tuple[str, str]:
+    """The title and text a passage's Search-R1 line shows: ``contents`` split at its first newline."""
+    title, _, text = contents.partition("\n")
+    return title, text
 
 
-def hit_body(hit: Any) -> str:
-    """:func:`passage_body` of a search hit: a :class:`CorpusHit` reads its title and text alone."""
-    if type(hit) is CorpusHit:
-        return hit.body()
-    return passage_body(hit.passage.contents)
+# How a search turn reads what a row's line shows (its title and text), given the row; the passage is
+# read only for a row whose line is not kept, so a search whose rows are all kept reads no text at all.
+LineReader = Callable[[int], tuple[str, str]]
+
+
+def corpus_line_parts(corpus: Any, row: int) -> tuple[str, str]:
+    """:func:`line_parts` of a corpus row's ``contents``, from its title and text alone (``contents`` is
+    ``'"title"\\ntext'``, so its first line is the quoted title unless the title holds a newline)."""
+    title, text = corpus.title_and_text(row)
+    if "\n" in title:
+        return line_parts(f'"{title}"\n{text}')
+    return f'"{title}"', text
+
+
+def hit_rows(hits: Sequence[Any]) -> tuple[list[int], LineReader]:
+    """The rows of search hits that carry their passages (``retrieve``'s), and the reader of their lines."""
+    passages = {hit.index: hit.passage for hit in hits}
+    return [hit.index for hit in hits], lambda row: line_parts(passages[row].contents)
 
 
 # ASCII whitespace besides the space: what str.split() splits on below code 128
 OTHER_ASCII_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
 
 
-def collapsed_body(body: str) -> str:
-    """``" ".join(body.split())`` of a :func:`passage_body`, without splitting the common body.
+def is_collapsed(text: str) -> bool:
+    """Whether ``text`` is already whitespace-collapsed: ``" ".join(text.split()) == text``.
 
-    A body starts with ``(Title:`` and ends with one newline; what is before that newline is already
-    collapsed when it holds no whitespace but the space (ASCII text: none of
-    :data:`OTHER_ASCII_WHITESPACE`; other text: printable, as every other whitespace character is
-    non-printable), no two spaces in a row, and does not end with one.
+    True when it holds no whitespace but the space (ASCII text: none of :data:`OTHER_ASCII_WHITESPACE`,
+    read from its bytes, faster than :meth:`str.isprintable`; other text: printable, as every other
+    whitespace character is non-printable), no two spaces in a row, and neither starts nor ends with
+    one. False may still be collapsed (a non-printable character that is not whitespace); callers then
+    take the general rule.
     """
-    inner = body[:-1]
-    if inner.isascii():
-        encoded = inner.encode()
+    if text.isascii():
+        encoded = text.encode()
         spaces_only = len(encoded.translate(None, OTHER_ASCII_WHITESPACE)) == len(encoded)
     else:
-        spaces_only = inner.isprintable()
-    if spaces_only and "  " not in inner and not inner.endswith(" "):
-        return inner
-    return " ".join(body.split())
+        spaces_only = text.isprintable()
+    return spaces_only and "  " not in text and not text.startswith(" ") and not text.endswith(" ")
 
 
 class PassageLines:
@@ -280,20 +272,20 @@ class PassageLines:
     and the last ``capacity`` results.
 
     The rollouts of one question retrieve the same passages again and again;
-    each row's Search-R1 line body (:func:`passage_body`), its
-    whitespace-collapsed form (:func:`collapsed_body`) and its SQuAD-normalised
-    form are made once, and each result's information text and ``obs_key``
-    once per sequence of rows. Memory: at most ``capacity`` rows of three
-    strings of about a passage's length, and ``capacity`` results of ``topk``
-    passages each (about 15 MB for 4,096 of 600-character passages at
-    ``topk`` 3).
+    each row's Search-R1 line (:func:`passage_body` without its newline) and
+    its SQuAD-normalised form are made once, and each result's information
+    text and ``obs_key`` once per sequence of rows. Memory: at most ``capacity``
+    rows of two strings of about a passage's length, and ``capacity`` results
+    of ``topk`` passages each (about 10 MB for 4,096 of 600-character
+    passages at ``topk`` 3).
 
     - The information text is ``\\n\\n<information>`` + the ``Doc {i}`` lines
       (stripped) + ``</information>\\n\\n``; its ``obs_key`` hashes the
-      whitespace-collapsed text, which is ``<information>`` + the lines'
-      collapsed forms joined by one space + ``</information>``, because
-      every line starts with ``Doc {i}(Title:`` and ends with a newline.
-      Both depend on the rows and their order alone.
+      whitespace-collapsed text. When the lines, their newlines read as
+      spaces, are collapsed already (:func:`is_collapsed`), that is
+      ``<information>`` + those lines + ``</information>``; otherwise the
+      text is collapsed by the general rule. Both depend on the rows
+      and their order alone.
     - Search-R1's retrieval check, ``contains_answer(lines, golden)``:
       SQuAD normalisation works character by character apart from the
       article rule and whitespace, so the normalised lines are
@@ -318,43 +310,52 @@ class PassageLines:
     def set_answers(self, golden: Sequence[str]) -> None:
         self._answers = tuple(normalize_answer(answer) for answer in golden)
 
-    def _entry(self, hit: Any) -> list[str | None]:
+    def _entry(self, row: int, read: LineReader) -> list[Any]:
+        """The row's ``[line, normalised line or None]``, made when not kept (the line is
+        :func:`passage_body` without its closing newline)."""
         rows = self._rows
-        entry = rows.get(hit.index)
+        entry = rows.get(row)
         if entry is None:
-            body = hit_body(hit)
-            entry = rows[hit.index] = [body, collapsed_body(body), None]
+            title, text = read(row)
+            entry = rows[row] = [f"(Title: {title}) {text}", None]
             if len(rows) > self.capacity:
                 rows.popitem(last=False)
         else:
-            rows.move_to_end(hit.index)
+            rows.move_to_end(row)
         return entry
 
-    def information(self, hits: Sequence[Any]) -> tuple[str, str]:
-        """The observation after a search and its ``obs_key``."""
+    def information(self, rows: Sequence[int], read: LineReader) -> tuple[str, str]:
+        """The observation after a search that found ``rows`` and its ``obs_key``."""
         results = self._results
-        rows = tuple([hit.index for hit in hits])
-        result = results.get(rows)
+        found = tuple(rows)
+        result = results.get(found)
         if result is not None:
-            results.move_to_end(rows)
+            results.move_to_end(found)
             return result
-        entries = [self._entry(hit) for hit in hits]
-        lines = "".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
-        collapsed = " ".join([f"Doc {i}{entry[1]}" for i, entry in enumerate(entries, 1)])
-        key = text_digest(f"<information>{collapsed}</information>")
-        result = results[rows] = (f"\n\n<information>{lines.strip()}</information>\n\n", key)
+        entries = [self._entry(row, read) for row in found]
+        lines = "\n".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
+        # the whole text is checked at once (a few long lines, each read once): when the lines with their
+        # newlines read as spaces are collapsed, so is the text, to just that
+        spaced = lines.replace("\n", " ")
+        if is_collapsed(spaced):
+            text = f"\n\n<information>{lines}</information>\n\n"
+            key = text_digest(f"<information>{spaced}</information>")
+        else:
+            text = f"\n\n<information>{lines.strip()}</information>\n\n"
+            key = text_key(text)
+        result = results[found] = (text, key)
         if len(results) > self.capacity:
             results.popitem(last=False)
         return result
 
-    def answer_found(self, hits: Sequence[Any]) -> bool:
-        """Whether a golden answer occurs in the normalised information lines."""
+    def answer_found(self, rows: Sequence[int], read: LineReader) -> bool:
+        """Whether a golden answer occurs in the normalised information lines of ``rows``."""
         parts = []
-        for i, hit in enumerate(hits, 1):
-            entry = self._entry(hit)
-            if entry[2] is None:
-                entry[2] = normalize_answer(entry[0])
-            parts.append(f"doc {i}{entry[2]}")
+        for i, row in enumerate(rows, 1):
+            entry = self._entry(row, read)
+            if entry[1] is None:
+                entry[1] = normalize_answer(entry[0])
+            parts.append(f"doc {i}{entry[1]}")
         text = " ".join(parts)
         return any(answer in text for answer in self._answers)
 
@@ -453,7 +454,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._evidence_ids: tuple[str, ...] = ()  # the question's (a property that builds them)
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
-        self._keyed: tuple[bytes, str] | None = None  # the last state key's canonical bytes and its digest
+        # the last state key and what it was made from besides the retrieved rows (see _compute_state_key)
+        self._keyed: tuple[tuple[Any, ...], str] | None = None
         self._task_id_bytes: tuple[str | None, bytes] = (None, b"")  # the task id and its canonical bytes
         self._passages = PassageLines()
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
@@ -489,14 +491,16 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
         return type(retriever) is BM25Retriever
 
-    def _search(self, query: str) -> list[Any]:
-        """The top ``topk`` hits of ``query``: ``retrieve``'s, as rows whose passages are read when needed."""
+    def _search(self, query: str) -> tuple[list[int], LineReader]:
+        """The rows of ``query``'s top ``topk`` passages (``retrieve``'s), and the reader of their lines."""
         retriever = self.retriever
         if self._rows_in_process:
             rows, _ = retriever.scorer.search(query, self.topk)  # what retrieve() ranks, without reading
-            corpus = retriever.corpus
-            return [CorpusHit(row, corpus) for row in rows.tolist()]
-        return retriever.retrieve([query], self.topk)[0]
+            return rows.tolist(), self._read_corpus_line
+        return hit_rows(retriever.retrieve([query], self.topk)[0])
+
+    def _read_corpus_line(self, row: int) -> tuple[str, str]:
+        return corpus_line_parts(self.retriever.corpus, row)
 
     def __getstate__(self) -> dict[str, Any]:
         # the question lists and the index travel as their handles (dataset, sizes, paths)
@@ -513,6 +517,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     # ------------------------------------------------------------ world hooks
     def _clear_episode(self) -> None:
+        self._keyed = None
         self._retrieved: set[int] = set()
         self._searches = 0
         self._answer_seen = False
@@ -562,17 +567,17 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             self._answered = True
             self._correct, self._f1 = self.answer_scores(action.content, golden, self._normalized_golden)
             return StepOutcome("", {"outcome": self._outcome()}, terminated=True)
-        hits = self._search(bounded_query(action.content))
+        rows, read = self._search(bounded_query(action.content))
         self._searches += 1
-        self._retrieved.update(hit.index for hit in hits)
-        found = self._matches_answers and self._passages.answer_found(hits)
+        self._retrieved.update(rows)
+        found = self._matches_answers and self._passages.answer_found(rows, read)
         self._answer_seen = self._answer_seen or found
-        components = {"tool_execution": 1.0 if hits else 0.0, "search_penalty": float(self._searches)}
+        components = {"tool_execution": 1.0 if rows else 0.0, "search_penalty": float(self._searches)}
         if self.reward_preset != "agentenvs":
             components["retrieval"] = 1.0 if found else 0.0
         if self.reward_preset == "mt-ppo" and self.turn + 1 >= self.max_turns:
             components["outcome"] = -1.0  # the last turn passed without an answer
-        self._information = self._passages.information(hits)
+        self._information = self._passages.information(rows, read)
         return StepOutcome(self._information[0], components)
 
     @staticmethod
@@ -637,28 +642,36 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             return {"retrieval": 1.0 if self._answer_seen else 0.0}
         return {"retrieval": sum(map(self._retrieved.__contains__, evidence)) / len(evidence)}
 
-    def _state_key_data(self) -> Any:
-        data: list[Any] = [self.task_id, sorted(self._retrieved), self._searches]
+    def _preset_key_part(self) -> tuple[Any, ...]:
+        """The sequence-format state the search-r1 and mt-grpo presets' final rewards read (else none)."""
         if self.reward_preset == "search-r1":
-            data.append((self._sequence.state, self._sequence.valid, self._answer_seen))
-        elif self.reward_preset == "mt-grpo":
-            data.append((sum(self._formats), len(self._formats)))
-        return data
+            return ((self._sequence.state, self._sequence.valid, self._answer_seen),)
+        if self.reward_preset == "mt-grpo":
+            return ((sum(self._formats), len(self._formats)),)
+        return ()
+
+    def _state_key_data(self) -> Any:
+        return [self.task_id, sorted(self._retrieved), self._searches, *self._preset_key_part()]
 
     def _compute_state_key(self) -> str:
         """``stable_digest(self._state_key_data())``, its canonical bytes assembled here: the list head
-        and the task id, the sorted rows, the search count, then the preset's part (encoded in general)."""
-        data = self._state_key_data()
-        extra = data[3:]
+        and the task id, the sorted rows, the search count, then the preset's part (encoded in general).
+
+        Within an episode the retrieved rows change only with a search, which counts one more: the key is
+        made again only when the task, the search count or the preset's part differ from the last key's
+        (a new episode and a restore forget it). An answer turn thus leaves the key as it was unhashed.
+        """
+        extra = self._preset_key_part()
+        made_of = (self.task_id, self._searches, extra)
+        if self._keyed is not None and self._keyed[0] == made_of:
+            return self._keyed[1]
         if self._task_id_bytes[0] != self.task_id:
             self._task_id_bytes = (self.task_id, canonical_bytes(self.task_id))
         encoded = b"".join((
-            b"l%d:" % len(data), self._task_id_bytes[1], int_list_bytes(data[1]), b"i%d;" % self._searches,
-            canonical_bytes(extra[0]) if extra else b"",
+            b"l%d:" % (3 + len(extra)), self._task_id_bytes[1], int_list_bytes(sorted(self._retrieved)),
+            b"i%d;" % self._searches, canonical_bytes(extra[0]) if extra else b"",
         ))  # fmt: skip
-        # an answer turn leaves the information state as it was: its key is not hashed again
-        if self._keyed is None or self._keyed[0] != encoded:
-            self._keyed = (encoded, bytes_digest(encoded))
+        self._keyed = (made_of, bytes_digest(encoded))
         return self._keyed[1]
 
     def _is_success(self) -> bool:
@@ -707,6 +720,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     def _restore_world(self, state: Any, *, started: bool) -> None:
         retrieved, self._searches, self._answer_seen, sequence, formats, *outcome = state
+        self._keyed = None
         self._retrieved = set(retrieved)
         self._sequence = SequenceChecker(*sequence)
         self._formats = list(formats)

@@ -534,7 +534,7 @@ def _hostile_hits(rows):
 def test_cached_information_key_and_answer_check_equal_the_plain_computation():
     from agentenvs.core.judges import contains_answer
     from agentenvs.core.keys import text_key
-    from agentenvs.envs.search.env import PassageLines, format_passages
+    from agentenvs.envs.search.env import PassageLines, format_passages, hit_rows
 
     golden = ["york city", "the end", "New", "ΣΣ", "istanbul", "title", "doc 2title", "", "paris"]
     rng = np.random.default_rng(0)
@@ -549,8 +549,9 @@ def test_cached_information_key_and_answer_check_equal_the_plain_computation():
         for answers in ([answer] for answer in golden):
             lines.set_answers(answers)
             for _ in range(2):  # made, then from the cache
-                assert lines.information(hits) == (expected, text_key(expected))
-                assert lines.answer_found(hits) == bool(contains_answer(plain, answers)), (rows, answers)
+                found = hit_rows(hits)
+                assert lines.information(*found) == (expected, text_key(expected))
+                assert lines.answer_found(*found) == bool(contains_answer(plain, answers)), (rows, answers)
     assert len(pickle.loads(pickle.dumps(lines))._rows) == 0
 
 

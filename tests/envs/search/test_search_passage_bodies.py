@@ -1,9 +1,9 @@
-"""A search hit's Search-R1 line body read from the passage's title and text alone is
-:func:`passage_body` of its ``contents``, whatever the title holds."""
+"""A search hit's Search-R1 line read from the passage's title and text alone is :func:`passage_body`
+of its ``contents``, whatever the title holds."""
 
 from __future__ import annotations
 
-from agentenvs.envs.search.env import CorpusHit, hit_body, passage_body
+from agentenvs.envs.search.env import corpus_line_parts, hit_rows, passage_body
 from retrieval_index import Corpus, Passage
 
 PASSAGES = [
@@ -15,14 +15,18 @@ PASSAGES = [
 ]
 
 
-def test_a_corpus_hits_body_is_passage_body_of_its_contents(tmp_path):
+def line_of(parts: tuple[str, str]) -> str:
+    title, text = parts
+    return f"(Title: {title}) {text}\n"
+
+
+def test_a_corpus_rows_line_is_passage_body_of_its_contents(tmp_path):
     corpus = Corpus.from_passages(PASSAGES, tmp_path / "store")
     for row, passage in enumerate(PASSAGES):
-        hit = CorpusHit(row, corpus)
-        assert hit.body() == hit_body(hit) == passage_body(passage.contents)
+        assert line_of(corpus_line_parts(corpus, row)) == passage_body(passage.contents)
     # worked: '"Two\nlines"\ntext after' splits at its first newline, inside the title
-    assert CorpusHit(2, corpus).body() == '(Title: "Two) lines"\ntext after\n'
-    assert CorpusHit(0, corpus).body() == '(Title: "Paris") Paris is in France.\n'
+    assert line_of(corpus_line_parts(corpus, 2)) == '(Title: "Two) lines"\ntext after\n'
+    assert line_of(corpus_line_parts(corpus, 0)) == '(Title: "Paris") Paris is in France.\n'
 
 
 def test_another_retrievers_hit_is_read_through_its_passage():
@@ -30,4 +34,6 @@ def test_another_retrievers_hit_is_read_through_its_passage():
         index = 7
         passage = Passage("7", "Oslo", "Oslo is in Norway.")
 
-    assert hit_body(Hit()) == '(Title: "Oslo") Oslo is in Norway.\n'
+    rows, read = hit_rows([Hit()])
+    assert rows == [7]
+    assert line_of(read(7)) == '(Title: "Oslo") Oslo is in Norway.\n'

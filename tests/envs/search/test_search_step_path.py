@@ -1,6 +1,6 @@
 """Search QA: the shortcuts of a turn's bookkeeping give what the general rules give.
 
-The collapsed passage body, the state key assembled from its parts, the
+The collapse check of a passage line, the state key assembled from its parts, the
 information kept per sequence of rows, the bare-action fast path; and what a
 caller does to a turn's info leaves the env and its later turns as they were.
 """
@@ -8,6 +8,7 @@ caller does to a turn's info leaves the env and its later turns as they were.
 from __future__ import annotations
 
 import copy
+import itertools
 import sys
 
 import numpy as np
@@ -19,8 +20,9 @@ from agentenvs.envs.search.env import (
     PRESETS,
     PassageLines,
     SearchEnv,
-    collapsed_body,
     format_passages,
+    hit_rows,
+    is_collapsed,
     passage_body,
 )
 from agentenvs.envs.search.expert import SearchExpert
@@ -32,33 +34,52 @@ pytestmark = pytest.mark.usefixtures("private_search_cache")
 
 
 def test_every_whitespace_character_but_the_space_is_non_printable_or_listed():
-    # collapsed_body's premise: a body that passes its check holds no whitespace str.split() sees
+    # spaces_only's premise: text that passes it holds no whitespace str.split() sees
     for code in range(sys.maxunicode + 1):
         char = chr(code)
         if char.isspace() and char != " ":
             assert not char.isprintable() and (code >= 128 or code in OTHER_ASCII_WHITESPACE), hex(code)
 
 
+def assert_collapse_check_holds(text: str) -> None:
+    """The check never passes text that collapses to another, and decides printable text exactly."""
+    collapsed = " ".join(text.split()) == text
+    assert is_collapsed(text) <= collapsed, repr(text)
+    if text.isprintable():
+        assert is_collapsed(text) == collapsed, repr(text)
+
+
 @pytest.mark.parametrize(
     "text",
-    ["plain words here.", "", " ", "two  spaces", "trailing ", "tab\there", "nl\nhere", "\x1cfs", "\x1f",
-     "\x0bvt", "\x0cff", "\rcr", "nbsp\u00a0here", "ideo\u3000space", "line\u2028sep", "zero\u200bwidth",
-     "bidi \u202eabc\u202c", "lone \ud800 surrogate", "é accent", "ends with nbsp\u00a0", "\x85next",
-     "many   spaces   inside", "x" * 5000 + "  y"],
+    ["plain words here.", "", " ", "two  spaces", "trailing ", " leading", "tab\there", "nl\nhere", "\x1cfs",
+     "\x1f", "\x0bvt", "\x0cff", "\rcr", "nbsp\u00a0here", "ideo\u3000space", "line\u2028sep",
+     "zero\u200bwidth", "bidi \u202eabc\u202c", "lone \ud800 surrogate", "é accent", "ends with nbsp\u00a0",
+     "\x85next", "nul\x00here", "many   spaces   inside", "x" * 5000 + "  y"],
 )  # fmt: skip
-@pytest.mark.parametrize("title", ["Title", "", "  padded  ", "tab\ttitle", "Ünïcode"])
-def test_collapsed_body_is_the_split_and_joined_body(title, text):
-    body = passage_body(f"{title}\n{text}")
-    assert collapsed_body(body) == " ".join(body.split())
+def test_the_collapse_check_agrees_with_split_and_join(text):
+    for line in (text, f"(Title: {text}) {text}", f"Doc 1(Title: t) {text} Doc 2(Title: t) x"):
+        assert_collapse_check_holds(line)
 
 
-def test_random_bodies_collapse_as_split_and_join():
+def test_random_text_is_checked_as_split_and_join_reads_it():
     rng = np.random.default_rng(0)
     alphabet = list("ab .,()") + [" ", "  ", "\t", "\n", "\x1c", "\u00a0", "\u2003", "\u200b", "é", "\u3000"]
-    for _ in range(3000):
-        text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 30))))
-        body = passage_body(f"t\n{text}")
-        assert collapsed_body(body) == " ".join(body.split()), repr(text)
+    for _ in range(5000):
+        assert_collapse_check_holds("".join(rng.choice(alphabet, size=int(rng.integers(0, 40)))))
+
+
+def test_information_of_lines_with_newlines_or_odd_whitespace_is_keyed_by_the_general_rule():
+    # a row's own newline must not pass for a join, whitespace around a join must not vanish
+    texts = ["one\ntwo", "ends with space ", " starts with space", "", "tab\tin", "nbsp\u00a0in", "ok text",
+             "\u2028sep", "dbl  space"]  # fmt: skip
+    lines = PassageLines(capacity=2)
+    for first, second in itertools.product(texts, repeat=2):
+        passages = {1: ("T", first), 2: ("U", second)}
+        contents = [f"{title}\n{text}" for title, text in passages.values()]
+        expected = "".join(f"Doc {i}{passage_body(c)}" for i, c in enumerate(contents, 1))
+        expected = f"\n\n<information>{expected.strip()}</information>\n\n"
+        assert lines.information([1, 2], passages.__getitem__) == (expected, text_key(expected))
+        lines = PassageLines(capacity=2)
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -78,6 +99,26 @@ def test_the_assembled_state_key_is_the_digest_of_the_state_key_data(preset):
             done = terminated or truncated
 
 
+def test_a_restored_branch_with_as_many_searches_gets_its_own_key():
+    # the key is made again only when the search count changes; a restore to another branch at the
+    # same count must not keep the key of the rows retrieved before it
+    env = SearchEnv("hotpotqa", split="test", corpus_passages=SMALL)
+    env.reset(seed=0)
+    start = env.snapshot()
+    words = env.question.question.split()
+    branches = []
+    for query in (words[0], " ".join(words[1:4])):
+        env.restore(start)
+        env.step(f"search[{query}]")
+        branches.append((env.snapshot(), env.retrieved))
+    assert branches[0][1] != branches[1][1]
+    for snapshot, _ in branches + branches[::-1]:
+        env.restore(snapshot)
+        assert env.state_key == snapshot.state_key == stable_digest(env._state_key_data())
+        info = env.step("answer[x]")[4]
+        assert info["state_key"] == snapshot.state_key == stable_digest(env._state_key_data())
+
+
 def test_information_kept_per_rows_is_recomputed_alike_after_eviction():
     env = SearchEnv("hotpotqa", split="test", corpus_passages=SMALL)
     corpus = env.retriever.corpus
@@ -89,7 +130,7 @@ def test_information_kept_per_rows_is_recomputed_alike_after_eviction():
         rows = rng.integers(0, len(corpus), size=int(rng.integers(1, 4))).tolist()
         hits = [RetrievedPassage(corpus[row], 1.0, row) for row in rows]
         expected = f"\n\n<information>{format_passages(hits).strip()}</information>\n\n"
-        assert lines.information(hits) == (expected, text_key(expected))
+        assert lines.information(*hit_rows(hits)) == (expected, text_key(expected))
         assert len(lines._rows) <= 2 and len(lines._results) <= 2
 
 

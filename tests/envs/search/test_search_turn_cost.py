@@ -86,7 +86,7 @@ def test_answer_checks_equal_the_judges_on_hostile_answers():
 
 
 def test_rows_of_the_in_process_index_are_what_retrieve_returns():
-    from agentenvs.envs.search.env import SearchEnv, bounded_query
+    from agentenvs.envs.search.env import SearchEnv, bounded_query, line_parts
 
     env = SearchEnv("hotpotqa", corpus_passages=3000, topk=5)
     assert env._rows_in_process
@@ -97,9 +97,9 @@ def test_rows_of_the_in_process_index_are_what_retrieve_returns():
     for query in map(bounded_query, queries):
         expected = env.retriever.retrieve([query], env.topk)[0]
         env.retriever.scorer.clear_cache()
-        hits = env._search(query)
-        assert [hit.index for hit in hits] == [hit.index for hit in expected], query
-        assert [hit.passage for hit in hits] == [hit.passage for hit in expected], query
+        rows, read = env._search(query)
+        assert rows == [hit.index for hit in expected], query
+        assert [read(row) for row in rows] == [line_parts(hit.passage.contents) for hit in expected], query
 
 
 def test_cleared_passage_lines_give_the_same_turns():
