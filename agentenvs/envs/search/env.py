@@ -454,8 +454,6 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._evidence_ids: tuple[str, ...] = ()  # the question's (a property that builds them)
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
-        # the last state key and what it was made from besides the retrieved rows (see _compute_state_key)
-        self._keyed: tuple[tuple[Any, ...], str] | None = None
         self._task_id_bytes: tuple[str | None, bytes] = (None, b"")  # the task id and its canonical bytes
         self._passages = PassageLines()
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
@@ -517,7 +515,8 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
 
     # ------------------------------------------------------------ world hooks
     def _clear_episode(self) -> None:
-        self._keyed = None
+        # the last state key and what it was made from besides the retrieved rows (see _compute_state_key)
+        self._keyed: tuple[tuple[Any, ...], str] | None = None
         self._retrieved: set[int] = set()
         self._searches = 0
         self._answer_seen = False
