@@ -39,9 +39,9 @@ import numpy as np
 
 from baselines.experiments.common import (
     PINNED_TORCH_THREADS,
-    RESULTS_DIR,
     environment_is_pinned,
     episodes_to_threshold,
+    experiment_parser,
     moving_average,
     pin_numerics,
     run_pinned,
@@ -288,15 +288,12 @@ def parse_arguments(
 ) -> argparse.Namespace:
     """The options every table's ``main`` takes, with the table's defaults; a :class:`ConfigError` for a
     threshold that is not a success rate in (0, 1] or a window below 1."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
+    parser = experiment_parser(description, f"runs/{name}", "the runs' metrics, checkpoints and cost")
     parser.add_argument(
         "--iterations", type=int, default=iterations, help=f"iterations per run (default {iterations})"
     )
     parser.add_argument("--threshold", type=float, default=threshold, help=f"success (default {threshold})")
     parser.add_argument("--window", type=int, default=window, help=f"moving average (default {window})")
-    parser.add_argument("--out", default=f"runs/{name}", help="the runs' metrics, checkpoints and cost")
-    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     args = parser.parse_args(argv)
     if not 0.0 < args.threshold <= 1.0:
         raise ConfigError(f"--threshold must be a success rate in (0, 1], got {args.threshold}")
@@ -369,13 +366,16 @@ def arm_outcome(label: str, block: dict[str, Any], threshold: float) -> str:
     )
 
 
-def run_table(table: ModuleType, argv: Sequence[str] | None, judge: Callable[[dict[str, Any]], None]) -> int:
+def run_table(
+    table: ModuleType, argv: Sequence[str] | None, judge: Callable[[dict[str, Any]], None] | None = None
+) -> int:
     """A table module's ``main``: its arms trained (or read back) in a pinned process, then ``judge``
     adds the summary and the verdict (and what else the table reports) to the results, which are
     written with their curves, and the docs row printed.
 
     ``table`` defines ``NAME``, ``ARMS``, ``SHARED``, ``METRICS``, ``TITLES``, the defaults
-    ``ITERATIONS``, ``THRESHOLD`` and ``WINDOW``, and ``docs_row``.
+    ``ITERATIONS``, ``THRESHOLD`` and ``WINDOW``, ``docs_row``, and, without a ``judge``, ``summarise``
+    (of the results) and ``verdict`` (of the summary), which then judge.
     """
     description = (table.__doc__ or table.NAME).splitlines()[0]
     args = parse_arguments(description, table.NAME, table.ITERATIONS, table.THRESHOLD, table.WINDOW, argv)
@@ -384,7 +384,11 @@ def run_table(table: ModuleType, argv: Sequence[str] | None, judge: Callable[[di
     numerics = pin_numerics()
     runs, costs, settings = train_arms(table.ARMS, args.seeds, Path(args.out), table.SHARED, args.iterations)
     results = base_results(table.NAME, args, numerics, runs, costs, settings, table.METRICS)
-    judge(results)
+    if judge is None:
+        results["summary"] = table.summarise(results)
+        results["verdict"] = table.verdict(results["summary"])
+    else:
+        judge(results)
     labels = {arm: spec.label for arm, spec in table.ARMS.items()}
     write_results(results, Path(args.results), table.NAME, labels, table.TITLES)
     print(table.docs_row(results))

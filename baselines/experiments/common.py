@@ -16,6 +16,7 @@ starts with::
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import json
 import os
@@ -50,6 +51,19 @@ MKL_CBWR_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 9: "AVX", 
 
 class UnpinnedNumerics(RuntimeError):
     """torch runs with other kernels than the pinned ones, so the numbers would depend on the machine."""
+
+
+def experiment_parser(
+    description: str, out: str, out_help: str, prog: str | None = None
+) -> argparse.ArgumentParser:
+    """An experiment's argument parser with the options every one takes: ``--seeds`` (default 0–7),
+    ``--out`` (default ``out``: where its runs go) and ``--results`` (default :data:`RESULTS_DIR`, the
+    committed results)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
+    parser.add_argument("--out", default=out, help=out_help)
+    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
+    return parser
 
 
 def environment_is_pinned(environ: Mapping[str, str] = os.environ) -> bool:

@@ -39,7 +39,6 @@ them in the results file under ``numerics``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Sequence
@@ -51,10 +50,10 @@ import numpy as np
 
 from baselines.experiments.common import (
     PINNED_TORCH_THREADS,
-    RESULTS_DIR,
     UnpinnedNumerics,
     environment_is_pinned,
     episodes_to_threshold,
+    experiment_parser,
     moving_average,
     pin_numerics,
     run_pinned,
@@ -341,9 +340,10 @@ def print_table(summary: dict[str, Any], cost: dict[str, Any], threshold: float,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(
+        __doc__.splitlines()[0], "runs/mini", "the runs' metrics, checkpoints and cost"
+    )
     parser.add_argument("--estimators", nargs="+", choices=sorted(ESTIMATORS), default=list(ESTIMATORS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
     parser.add_argument(
         "--seeds-of",
         action="append",
@@ -354,8 +354,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=None, help="override the configs' iterations")
     parser.add_argument("--threshold", type=float, default=0.4)
     parser.add_argument("--window", type=int, default=5)
-    parser.add_argument("--out", default="runs/mini", help="the runs' metrics, checkpoints and cost")
-    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument(
         "--earlier",

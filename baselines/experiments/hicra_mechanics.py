@@ -124,14 +124,8 @@ def docs_row(results: dict[str, Any]) -> str:
     return markdown_row(cells)
 
 
-def judge(results: dict[str, Any]) -> None:
-    """Adds the summary and the verdict to the results."""
-    results["summary"] = summarise(results)
-    results["verdict"] = verdict(results["summary"])
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_table(sys.modules[__name__], argv, judge)
+    return run_table(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

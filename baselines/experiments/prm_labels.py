@@ -85,8 +85,8 @@ from baselines.experiments.best_of_n import (
     step_level,
 )
 from baselines.experiments.common import (
-    RESULTS_DIR,
     environment_is_pinned,
+    experiment_parser,
     markdown_row,
     pin_numerics,
     run_pinned,
@@ -588,10 +588,12 @@ def plot(summary: dict[str, Any], budgets: Sequence[int], out: Path) -> Path | N
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m baselines.experiments.prm_labels", description=(__doc__ or "").splitlines()[0]
+    parser = experiment_parser(
+        (__doc__ or "").splitlines()[0],
+        "runs/prm_labels",
+        "each seed's result",
+        prog="python -m baselines.experiments.prm_labels",
     )
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
     parser.add_argument(
         "--budgets", nargs="+", type=int, default=list(DEFAULT_BUDGETS), help="env-step budgets"
     )
@@ -601,8 +603,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--n", nargs="*", type=int, default=list(DEFAULT_N), help="Best-of-N's N (none: skip it)"
     )
-    parser.add_argument("--out", default="runs/prm_labels", help="each seed's result")
-    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     args = parser.parse_args(argv)
     if (
         any(b < 1 for b in args.budgets)

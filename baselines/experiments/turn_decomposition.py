@@ -41,21 +41,20 @@ Seed 0 reruns bit for bit (pinned numerics, :mod:`baselines.experiments.common`)
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from baselines.experiments.arms import Arm, cpu_cell, write_results
-from baselines.experiments.common import environment_is_pinned, markdown_row, pin_numerics, run_pinned
+from baselines.experiments.arms import Arm, cpu_cell
+from baselines.experiments.common import markdown_row
 from baselines.experiments.turn_rewards import ARMS as TURN_REWARD_ARMS
 from baselines.experiments.turn_rewards import (
     METRICS,
     arm_figures,
-    arm_results,
     claims,
     gap_text,
     nothing_learnt,
-    parse_arguments,
+    run_turn_table,
     table_verdict,
 )
 
@@ -134,17 +133,7 @@ def print_table(results: Mapping[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_arguments(__doc__.splitlines()[0], argv)
-    if not environment_is_pinned():
-        return run_pinned(f"baselines.experiments.{NAME}", argv)
-    numerics = pin_numerics()
-    results = arm_results(NAME, ARMS, args, numerics, PAPER)
-    results["verdict"] = verdict(results["summary"], args.window)
-    print_table(results)
-    titles = {metric: metric.replace("_", " ") for metric in METRICS}
-    write_results(results, Path(args.results), NAME, results["labels"], titles)
-    print(docs_row(results))
-    return 0
+    return run_turn_table(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

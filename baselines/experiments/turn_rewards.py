@@ -62,15 +62,16 @@ Seed 0 reruns bit for bit: the experiment trains in a process with pinned numeri
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from baselines.experiments.arms import (
     CONFIGS,
-    RESULTS_DIR,
     Arm,
     cost_summary,
     cpu_cell,
@@ -80,7 +81,13 @@ from baselines.experiments.arms import (
     train_arms,
     write_results,
 )
-from baselines.experiments.common import environment_is_pinned, markdown_row, pin_numerics, run_pinned
+from baselines.experiments.common import (
+    environment_is_pinned,
+    experiment_parser,
+    markdown_row,
+    pin_numerics,
+    run_pinned,
+)
 from baselines.trainers.config import ConfigError, TrainConfig, load_config
 
 NAME = "turn_rewards"
@@ -305,12 +312,9 @@ def parse_arguments(description: str, argv: Sequence[str] | None) -> argparse.Na
     """``--seeds``, ``--iterations`` (default: the config's), ``--window``, ``--out``, ``--results``;
     a :class:`ConfigError` for a window outside the run."""
     default_iterations = load_config(CONFIG).run.iterations
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
+    parser = experiment_parser(description, DEFAULT_OUT, "the runs' metrics, checkpoints and cost")
     parser.add_argument("--iterations", type=int, default=default_iterations)
     parser.add_argument("--window", type=int, default=5, help="final value: mean of the last iterations")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="the runs' metrics, checkpoints and cost")
-    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     args = parser.parse_args(argv)
     if not 1 <= args.window <= args.iterations:
         raise ConfigError(f"--window must be in [1, --iterations = {args.iterations}], got {args.window}")
@@ -360,19 +364,26 @@ def print_table(results: Mapping[str, Any]) -> None:
     print(f"verdict: {results['verdict']['verdict']} ({results['verdict']['reason']})")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_arguments(__doc__.splitlines()[0], argv)
+def run_turn_table(table: ModuleType, argv: Sequence[str] | None) -> int:
+    """The ``main`` of this table and of table 3: ``table``'s arms trained (or read back) in a pinned
+    process, its ``verdict`` of the summary and the window, its ``print_table``, the results written
+    with their curves, and its ``docs_row`` printed. ``table`` defines ``NAME``, ``ARMS`` and ``PAPER``
+    too."""
+    args = parse_arguments((table.__doc__ or table.NAME).splitlines()[0], argv)
     if not environment_is_pinned():
-        return run_pinned(f"baselines.experiments.{NAME}", argv)
+        return run_pinned(f"baselines.experiments.{table.NAME}", argv)
     numerics = pin_numerics()
-    results = arm_results(NAME, ARMS, args, numerics, PAPER)
-    results["verdict"] = verdict(results["summary"], args.window)
-    print_table(results)
-    write_results(
-        results, Path(args.results), NAME, results["labels"], {m: m.replace("_", " ") for m in METRICS}
-    )
-    print(docs_row(results))
+    results = arm_results(table.NAME, table.ARMS, args, numerics, table.PAPER)
+    results["verdict"] = table.verdict(results["summary"], args.window)
+    table.print_table(results)
+    titles = {metric: metric.replace("_", " ") for metric in METRICS}
+    write_results(results, Path(args.results), table.NAME, results["labels"], titles)
+    print(table.docs_row(results))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_turn_table(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,6 @@ overrides, every run's per-iteration curves, the summary, each run's cost
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -86,8 +85,8 @@ import numpy as np
 
 from baselines.experiments.common import (
     PINNED_TORCH_THREADS,
-    RESULTS_DIR,
     environment_is_pinned,
+    experiment_parser,
     pin_numerics,
     run_pinned,
     save_figure,
@@ -360,13 +359,12 @@ def plot(curves: Curves, out: Path) -> Path | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(
+        __doc__.splitlines()[0], DEFAULT_OUT, "the world, and the runs' metrics and cost"
+    )
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
     parser.add_argument("--iterations", type=int, default=None, help="override the config's iterations")
     parser.add_argument("--window", type=int, default=5, help="iterations a final value averages")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="the world, and the runs' metrics and cost")
-    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     args = parser.parse_args(argv)
     if not environment_is_pinned():
         return run_pinned(f"baselines.experiments.{RESULTS_NAME}", argv)

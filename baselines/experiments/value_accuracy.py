@@ -88,8 +88,8 @@ from agentenvs.vector import GroupedVectorEnv
 from baselines.experiments.common import (
     COST_FILE,
     PINNED_TORCH_THREADS,
-    RESULTS_DIR,
     environment_is_pinned,
+    experiment_parser,
     markdown_row,
     pin_numerics,
     run_pinned,
@@ -555,10 +555,12 @@ def plot(curves: dict[str, dict[str, list[Any]]], out: Path) -> Path | None:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m baselines.experiments.value_accuracy", description=(__doc__ or "").splitlines()[0]
+    parser = experiment_parser(
+        (__doc__ or "").splitlines()[0],
+        "runs/value_accuracy",
+        "the runs' metrics, checkpoints, measurements",
+        prog="python -m baselines.experiments.value_accuracy",
     )
-    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
     parser.add_argument("--iterations", type=int, default=None, help="override the config's iterations")
     parser.add_argument("--every", type=int, default=10, help="measure after every EVERY-th iteration")
     parser.add_argument(
@@ -569,10 +571,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--estimate-rollouts", type=int, default=None, help="K (default: vineppo_sokoban.yaml's)"
     )
     parser.add_argument("--tolerance", type=float, default=0.05)
-    parser.add_argument(
-        "--out", default="runs/value_accuracy", help="the runs' metrics, checkpoints, measurements"
-    )
-    parser.add_argument("--results", default=str(RESULTS_DIR), help="where the results file and curves go")
     args = parser.parse_args(argv)
     for name in ("every", "roots", "truth_rollouts"):
         if getattr(args, name) is not None and getattr(args, name) < 1:

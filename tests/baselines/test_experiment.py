@@ -15,6 +15,7 @@ import pytest
 from baselines.experiments.common import (
     COST_FILE,
     PINNED_ENVIRONMENT,
+    RESULTS_DIR,
     UnpinnedNumerics,
     environment_is_pinned,
     episodes_to_threshold,
@@ -25,7 +26,6 @@ from baselines.experiments.common import (
 )
 from baselines.experiments.estimators import (
     ESTIMATORS,
-    RESULTS_DIR,
     RESULTS_NAME,
     docs_table,
     estimator_config,

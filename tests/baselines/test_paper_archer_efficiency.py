@@ -3,24 +3,24 @@ hand-made summaries, and seed 0's first iterations rerun bit for bit (slow)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from baselines.experiments import archer_efficiency as table
-from baselines.experiments.arms import RESULTS_DIR, seed_spread
-from baselines.experiments.common import PINNED_ENVIRONMENT
+from baselines.experiments.arms import seed_spread
+from baselines.experiments.common import PINNED_ENVIRONMENT, RESULTS_DIR
 
-RESULTS = RESULTS_DIR / f"{table.NAME}.json"
+from fixtures.paper_tables import (
+    assert_seed_0_curves_begin_alike,
+    committed_results,
+    docs_row_cells,
+    rerun_seed_0,
+)
+
 PREFIX = 4  # ArCHer's 3 warm-up iterations and one actor update
 
 
-def load_results() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
-
-
 def test_archer_table_summary_and_verdict_follow_from_the_file_s_curves():
-    results = load_results()
+    results = committed_results(table.NAME)
     assert table.summarise(results) == results["summary"]
     assert table.verdict(results["summary"]) == results["verdict"]
     assert set(results["curves"]["success"]) == set(table.ARMS)
@@ -30,7 +30,7 @@ def test_archer_table_summary_and_verdict_follow_from_the_file_s_curves():
 
 
 def test_archer_table_file_records_command_numerics_settings_and_cost():
-    results = load_results()
+    results = committed_results(table.NAME)
     assert results["numerics"]["environment"] == PINNED_ENVIRONMENT
     assert results["numerics"]["deterministic_algorithms"] is True
     assert results["settings"]["archer"]["algorithm"]["critic_steps"] == 30  # archer_sokoban.yaml as it is
@@ -45,12 +45,8 @@ def test_archer_table_file_records_command_numerics_settings_and_cost():
 
 
 def test_archer_table_docs_row_is_one_row_of_six_cells():
-    results = load_results()
-    row = table.docs_row(results)
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cell.strip() for cell in cells)
-    assert cells[4].startswith(results["verdict"]["verdict"] + ":")
+    results = committed_results(table.NAME)
+    cells = docs_row_cells(table.docs_row(results), results["verdict"]["verdict"])
     mean = results["summary"]["archer"]["censored_episodes"]["mean"]
     assert f"ArCHer: {mean:,.0f} ± " in cells[3]
     assert f"{results['cost']['total']['cpu_s']:,.0f} CPU s over 24 runs" in cells[5]
@@ -121,26 +117,11 @@ def test_cpu_per_episode_is_over_the_timed_runs():
 @pytest.mark.timeout(600)
 def test_archer_table_seed_0_prefix_reruns_bit_for_bit(tmp_path):
     """Seed 0's first iterations of every arm again: every curve equals the committed one's first points."""
-    committed = load_results()
-    code = table.main(
-        [
-            "--seeds",
-            "0",
-            "--iterations",
-            str(PREFIX),
-            "--out",
-            str(tmp_path / "runs"),
-            "--results",
-            str(tmp_path),
-        ]
-    )
-    assert code == 0
-    rerun = json.loads((tmp_path / f"{table.NAME}.json").read_text(encoding="utf-8"))
+    committed = committed_results(table.NAME)
+    rerun = rerun_seed_0(table.main, table.NAME, ["--iterations", str(PREFIX)], tmp_path)
     assert rerun["numerics"] == committed["numerics"]
     assert rerun["settings"] == committed["settings"]
-    for metric, by_arm in committed["curves"].items():
-        for arm, by_seed in by_arm.items():
-            assert rerun["curves"][metric][arm]["0"] == by_seed["0"][:PREFIX], (metric, arm)
+    assert_seed_0_curves_begin_alike(rerun, committed, PREFIX)
 
 
 def test_archer_gap_standard_error_is_the_two_sample_error_of_the_censored_means():
@@ -154,7 +135,7 @@ def test_archer_gap_standard_error_is_the_two_sample_error_of_the_censored_means
 
 
 def test_archer_verdict_reason_states_the_gap_to_the_runner_up_with_its_error():
-    results = load_results()
+    results = committed_results(table.NAME)
     reason = results["verdict"]["reason"]
     summary = results["summary"]
     means = {name: block["censored_episodes"]["mean"] for name, block in summary.items()}

@@ -3,27 +3,27 @@ A + α·abs(A) through the trainer (hand numbers), and seed 0's first iterations
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
 from baselines.experiments import hicra_mechanics as table
-from baselines.experiments.arms import RESULTS_DIR, arm_config, seed_spread
-from baselines.experiments.common import PINNED_ENVIRONMENT
+from baselines.experiments.arms import arm_config, seed_spread
+from baselines.experiments.common import PINNED_ENVIRONMENT, RESULTS_DIR
 from baselines.rollout import RolloutBatch, Trajectory, Turn
 from baselines.trainers.run import TrainingRun
 
-RESULTS = RESULTS_DIR / f"{table.NAME}.json"
+from fixtures.paper_tables import (
+    assert_seed_0_curves_begin_alike,
+    committed_results,
+    docs_row_cells,
+    rerun_seed_0,
+)
+
 PREFIX = 3
 
 
-def load_results() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
-
-
 def test_hicra_table_summary_and_verdict_follow_from_the_file_s_curves():
-    results = load_results()
+    results = committed_results(table.NAME)
     assert table.summarise(results) == results["summary"]
     assert table.verdict(results["summary"]) == results["verdict"]
     assert results["verdict"]["verdict"] == "not testable here"
@@ -36,12 +36,12 @@ def test_hicra_table_summary_and_verdict_follow_from_the_file_s_curves():
 
 def test_every_policy_token_of_every_hicra_run_was_planning():
     """The ablation's premise, from the file: the planning-token share is 1 at every iteration."""
-    shares = load_results()["curves"]["hicra/planning_token_share"][table.HICRA_ARM]
+    shares = committed_results(table.NAME)["curves"]["hicra/planning_token_share"][table.HICRA_ARM]
     assert all(share == 1.0 for curve in shares.values() for share in curve)
 
 
 def test_hicra_table_file_records_numerics_settings_and_cost():
-    results = load_results()
+    results = committed_results(table.NAME)
     assert results["numerics"]["environment"] == PINNED_ENVIRONMENT
     hicra = results["settings"][table.HICRA_ARM]["algorithm"]
     assert (hicra["form"], hicra["alpha"], hicra["gram_source"]) == ("paper", 0.2, "given")
@@ -53,11 +53,8 @@ def test_hicra_table_file_records_numerics_settings_and_cost():
 
 
 def test_hicra_table_docs_row_is_one_row_of_six_cells():
-    results = load_results()
-    row = table.docs_row(results)
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cell.strip() for cell in cells)
+    results = committed_results(table.NAME)
+    cells = docs_row_cells(table.docs_row(results), results["verdict"]["verdict"])
     assert cells[4].startswith("not testable here: a model trained from scratch writes no planning phrases")
 
 
@@ -127,22 +124,7 @@ def test_hicra_verdict_is_not_testable_and_says_whether_the_mechanics_held():
 @pytest.mark.timeout(600)
 def test_hicra_table_seed_0_prefix_reruns_bit_for_bit(tmp_path):
     """Seed 0's first iterations of both arms again: every curve equals the committed one's first points."""
-    committed = load_results()
-    code = table.main(
-        [
-            "--seeds",
-            "0",
-            "--iterations",
-            str(PREFIX),
-            "--out",
-            str(tmp_path / "runs"),
-            "--results",
-            str(tmp_path),
-        ]
-    )
-    assert code == 0
-    rerun = json.loads((tmp_path / f"{table.NAME}.json").read_text(encoding="utf-8"))
+    committed = committed_results(table.NAME)
+    rerun = rerun_seed_0(table.main, table.NAME, ["--iterations", str(PREFIX)], tmp_path)
     assert rerun["numerics"] == committed["numerics"] and rerun["settings"] == committed["settings"]
-    for metric, by_arm in committed["curves"].items():
-        for arm, by_seed in by_arm.items():
-            assert rerun["curves"][metric][arm]["0"] == by_seed["0"][:PREFIX], (metric, arm)
+    assert_seed_0_curves_begin_alike(rerun, committed, PREFIX)

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from baselines.experiments.common import RESULTS_DIR
 from baselines.experiments.prm_labels import (
     CONFIG,
-    RESULTS_DIR,
     RESULTS_NAME,
     TabularPRM,
     budget_to_reach,
@@ -31,16 +31,9 @@ from baselines.experiments.prm_labels import (
 )
 from baselines.trainers.config import load_config
 
+from fixtures.paper_tables import committed_results, docs_row_cells, json_roundtrip
+
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = RESULTS_DIR / f"{RESULTS_NAME}.json"
-
-
-def load_results() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
-
-
-def roundtrip(value: object) -> object:
-    return json.loads(json.dumps(value))
 
 
 def test_tabular_prm_is_the_mean_of_each_keys_labels_and_zero_when_unseen():
@@ -171,10 +164,10 @@ def test_mc_labels_end_with_the_outcome_and_pay_for_their_continuations(setting)
 
 
 def test_prm_labels_file_summary_and_verdict_follow_from_its_curves():
-    results = load_results()
+    results = committed_results(RESULTS_NAME)
     summary = summarise(results["curves"], results["best_of_n"])
-    assert roundtrip(summary) == results["summary"]
-    assert roundtrip(verdict(summary, results["settings"]["budgets"])) == results["verdict"]
+    assert json_roundtrip(summary) == results["summary"]
+    assert json_roundtrip(verdict(summary, results["settings"]["budgets"])) == results["verdict"]
     assert len(results["curves"]) == 8  # the default --seeds
     for curves in results["curves"].values():
         for name in ("td", "mc"):
@@ -183,18 +176,15 @@ def test_prm_labels_file_summary_and_verdict_follow_from_its_curves():
 
 
 def test_prm_labels_docs_row_is_one_row_of_six_cells():
-    row = docs_row(load_results())
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cells)
-    assert cells[4].startswith(("holds", "does not hold", "not testable here"))
+    results = committed_results(RESULTS_NAME)
+    docs_row_cells(docs_row(results), results["verdict"]["verdict"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_prm_labels_seed_0_reruns_bit_for_bit(tmp_path):
     """Seed 0 whole (about 15 CPU s): its curves, Best-of-N and truths equal the file's."""
-    results = load_results()
+    results = committed_results(RESULTS_NAME)
     command = [sys.executable, "-m", "baselines.experiments.prm_labels", "--seeds", "0"]
     command += ["--out", str(tmp_path / "runs"), "--results", str(tmp_path)]
     subprocess.run(command, cwd=ROOT, check=True)

@@ -9,22 +9,24 @@ import numpy as np
 import pytest
 
 from baselines.experiments import state_matching as table
-from baselines.experiments.arms import RESULTS_DIR, arm_config, seed_spread
-from baselines.experiments.common import PINNED_ENVIRONMENT
+from baselines.experiments.arms import arm_config, seed_spread
+from baselines.experiments.common import PINNED_ENVIRONMENT, RESULTS_DIR
 from baselines.rollout import Trajectory, Turn
 from baselines.trainers.config import load_config
 from baselines.trainers.critic_free import CriticFreeOptions, turn_advantages
 
-RESULTS = RESULTS_DIR / f"{table.NAME}.json"
+from fixtures.paper_tables import (
+    assert_seed_0_curves_begin_alike,
+    committed_results,
+    docs_row_cells,
+    rerun_seed_0,
+)
+
 PREFIX = 3
 
 
-def load_results() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
-
-
 def test_state_matching_summary_and_verdict_follow_from_the_file_s_curves():
-    results = load_results()
+    results = committed_results(table.NAME)
     assert table.summarise(results) == results["summary"]
     assert table.verdict(results["summary"], results["aliasing"]["aliased_turn_share"]) == results["verdict"]
     for metric in table.METRICS:
@@ -36,7 +38,7 @@ def test_state_matching_summary_and_verdict_follow_from_the_file_s_curves():
 
 def test_the_file_s_aliasing_figure_is_what_the_diagnostic_finds():
     """`agentenvs diagnose grouping` on the experiment's env, rerun: the same document, and aliasing > 0."""
-    results = load_results()
+    results = committed_results(table.NAME)
     env = load_config(table.CONFIG).env
     found = json.loads(json.dumps(table.aliasing(env.id, dict(env.kwargs))))  # JSON's str keys, as filed
     assert found == results["aliasing"]
@@ -47,7 +49,7 @@ def test_the_file_s_aliasing_figure_is_what_the_diagnostic_finds():
 
 
 def test_state_matching_file_records_numerics_settings_and_cost():
-    results = load_results()
+    results = committed_results(table.NAME)
     assert results["numerics"]["environment"] == PINNED_ENVIRONMENT
     anchors = {arm: block["algorithm"]["anchor"] for arm, block in results["settings"].items()}
     assert anchors["gigpo_state"] == "state" and anchors["gigpo_obs"] == "obs"
@@ -59,11 +61,8 @@ def test_state_matching_file_records_numerics_settings_and_cost():
 
 
 def test_state_matching_docs_row_is_one_row_of_six_cells():
-    results = load_results()
-    row = table.docs_row(results)
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cell.strip() for cell in cells)
+    results = committed_results(table.NAME)
+    cells = docs_row_cells(table.docs_row(results), results["verdict"]["verdict"])
     assert f"{results['aliasing']['aliased_turn_share']:.1%} of turns" in cells[2]
     assert f"{results['summary']['gigpo_obs']['grouping_disagreement']:.1%} of turns' obs group" in cells[2]
     assert cells[4].startswith(results["verdict"]["verdict"] + ":")
@@ -129,23 +128,8 @@ def test_state_matching_verdict_rule_on_hand_made_summaries():
 @pytest.mark.timeout(600)
 def test_state_matching_seed_0_prefix_reruns_bit_for_bit(tmp_path):
     """Seed 0's first iterations of every arm again: every curve equals the committed one's first points."""
-    committed = load_results()
-    code = table.main(
-        [
-            "--seeds",
-            "0",
-            "--iterations",
-            str(PREFIX),
-            "--out",
-            str(tmp_path / "runs"),
-            "--results",
-            str(tmp_path),
-        ]
-    )
-    assert code == 0
-    rerun = json.loads((tmp_path / f"{table.NAME}.json").read_text(encoding="utf-8"))
+    committed = committed_results(table.NAME)
+    rerun = rerun_seed_0(table.main, table.NAME, ["--iterations", str(PREFIX)], tmp_path)
     assert rerun["numerics"] == committed["numerics"] and rerun["settings"] == committed["settings"]
     assert rerun["aliasing"] == committed["aliasing"]
-    for metric, by_arm in committed["curves"].items():
-        for arm, by_seed in by_arm.items():
-            assert rerun["curves"][metric][arm]["0"] == by_seed["0"][:PREFIX], (metric, arm)
+    assert_seed_0_curves_begin_alike(rerun, committed, PREFIX)

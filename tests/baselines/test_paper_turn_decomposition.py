@@ -4,9 +4,6 @@ seed 0's first iterations rerun bit for bit."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from baselines.experiments import turn_decomposition, turn_rewards
@@ -14,12 +11,14 @@ from baselines.experiments.turn_decomposition import ARMS, PAIRS, docs_row, verd
 from baselines.experiments.turn_rewards import CURVES, METRICS, summarise
 from baselines.trainers.config import load_config
 
-RESULTS = Path(turn_decomposition.__file__).resolve().parent / "results"
+from fixtures.paper_tables import (
+    assert_seed_0_curves_begin_alike,
+    committed_results,
+    docs_row_cells,
+    rerun_seed_0,
+)
+
 PREFIX_ITERATIONS = 3
-
-
-def committed(name: str = "turn_decomposition") -> dict:
-    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def test_each_trajectory_arm_is_table_1s_and_its_twin_only_decomposes():
@@ -68,7 +67,7 @@ def test_verdict_holds_when_every_trajectory_arm_beats_its_twin_beyond_2_se():
 
 
 def test_committed_file_is_recomputed_from_its_curves_and_shares_table_1s_runs():
-    results, table_1 = committed(), committed("turn_rewards")
+    results, table_1 = committed_results(turn_decomposition.NAME), committed_results(turn_rewards.NAME)
     assert results["summary"] == summarise(results["curves"], METRICS, results["window"])
     assert results["verdict"] == verdict(results["summary"], results["window"])
     for metric in CURVES:
@@ -84,24 +83,14 @@ def test_committed_file_is_recomputed_from_its_curves_and_shares_table_1s_runs()
 
 
 def test_docs_row_of_the_committed_file_has_six_cells():
-    row = docs_row(committed())
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cell.strip() and "|" not in cell for cell in cells)
-    assert cells[4].split(":")[0] in ("holds", "does not hold", "not testable here")
+    results = committed_results(turn_decomposition.NAME)
+    docs_row_cells(docs_row(results), results["verdict"]["verdict"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_turn_decomposition_seed_0_reruns_its_first_iterations_bit_for_bit(tmp_path):
-    argv = ["--seeds", "0", "--iterations", str(PREFIX_ITERATIONS), "--window", "1"]
-    assert turn_decomposition.main([*argv, "--out", str(tmp_path / "runs"), "--results", str(tmp_path)]) == 0
-    rerun, results = (
-        json.loads((tmp_path / "turn_decomposition.json").read_text(encoding="utf-8")),
-        committed(),
-    )
-    for metric in CURVES:
-        for arm in ARMS:
-            assert (
-                rerun["curves"][metric][arm]["0"] == results["curves"][metric][arm]["0"][:PREFIX_ITERATIONS]
-            )
+    argv = ["--iterations", str(PREFIX_ITERATIONS), "--window", "1"]
+    rerun = rerun_seed_0(turn_decomposition.main, turn_decomposition.NAME, argv, tmp_path)
+    results = committed_results(turn_decomposition.NAME)
+    assert_seed_0_curves_begin_alike(rerun, results, PREFIX_ITERATIONS)

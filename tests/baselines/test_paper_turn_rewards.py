@@ -3,9 +3,6 @@ recomputed from its curves, its docs row, and seed 0's first iterations rerun bi
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from baselines.experiments import turn_rewards
@@ -22,12 +19,14 @@ from baselines.experiments.turn_rewards import (
 )
 from baselines.trainers.config import ConfigError, load_config
 
-RESULTS = Path(turn_rewards.__file__).resolve().parent / "results" / "turn_rewards.json"
+from fixtures.paper_tables import (
+    assert_seed_0_curves_begin_alike,
+    committed_results,
+    docs_row_cells,
+    rerun_seed_0,
+)
+
 PREFIX_ITERATIONS = 3
-
-
-def committed() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
 
 
 def test_valid_action_rate_is_the_share_of_turns_read_whole():
@@ -155,7 +154,7 @@ def test_a_window_outside_the_run_is_refused():
 
 
 def test_committed_summary_and_verdict_are_recomputed_from_its_curves():
-    results = committed()
+    results = committed_results(turn_rewards.NAME)
     assert results["summary"] == summarise(results["curves"], METRICS, results["window"])
     assert results["verdict"] == verdict(results["summary"], results["window"])
     assert sorted(results["curves"]) == sorted(CURVES)
@@ -176,22 +175,15 @@ def test_committed_summary_and_verdict_are_recomputed_from_its_curves():
 
 
 def test_docs_row_of_the_committed_file_has_six_cells():
-    row = docs_row(committed())
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cell.strip() and "|" not in cell for cell in cells)
-    assert cells[4].split(":")[0] in ("holds", "does not hold", "not testable here")
+    results = committed_results(turn_rewards.NAME)
+    docs_row_cells(docs_row(results), results["verdict"]["verdict"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_turn_rewards_seed_0_reruns_its_first_iterations_bit_for_bit(tmp_path):
-    argv = ["--seeds", "0", "--iterations", str(PREFIX_ITERATIONS), "--window", "1"]
-    assert turn_rewards.main([*argv, "--out", str(tmp_path / "runs"), "--results", str(tmp_path)]) == 0
-    rerun, results = json.loads((tmp_path / "turn_rewards.json").read_text(encoding="utf-8")), committed()
-    for metric in CURVES:
-        for arm in ARMS:
-            assert (
-                rerun["curves"][metric][arm]["0"] == results["curves"][metric][arm]["0"][:PREFIX_ITERATIONS]
-            )
+    argv = ["--iterations", str(PREFIX_ITERATIONS), "--window", "1"]
+    rerun = rerun_seed_0(turn_rewards.main, turn_rewards.NAME, argv, tmp_path)
+    results = committed_results(turn_rewards.NAME)
+    assert_seed_0_curves_begin_alike(rerun, results, PREFIX_ITERATIONS)
     assert rerun["numerics"] == results["numerics"]

@@ -10,12 +10,12 @@ import pytest
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.envs.search.protocol import SearchProtocol
+from baselines.experiments.common import RESULTS_DIR
 from baselines.experiments.two_turn_search import (
     ARMS,
     CONFIG,
     DEFAULT_OUT,
     ENTITIES,
-    RESULTS_DIR,
     RESULTS_NAME,
     THINK_BLOCK,
     action_words,
@@ -33,15 +33,11 @@ from baselines.experiments.two_turn_search import (
 from baselines.tiny import bpe_tokenizer
 from baselines.trainers.config import ConfigError, load_config
 
-RESULTS = RESULTS_DIR / f"{RESULTS_NAME}.json"
-
-
-def committed_results() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
+from fixtures.paper_tables import committed_results, docs_row_cells
 
 
 def test_two_turn_search_results_summary_and_verdict_follow_from_the_curves():
-    results = committed_results()
+    results = committed_results(RESULTS_NAME)
     summary = summarise(results["curves"], results["settings"]["window"])
     assert summary == results["summary"]
     assert verdict(summary) == results["verdict"]
@@ -54,7 +50,7 @@ def test_two_turn_search_results_summary_and_verdict_follow_from_the_curves():
 
 
 def test_two_turn_search_results_record_cost_numerics_and_settings():
-    results = committed_results()
+    results = committed_results(RESULTS_NAME)
     assert results["numerics"]["aten_cpu_capability"] == "AVX2"
     assert results["settings"]["action_words"] == action_words()
     assert results["world"]["facts"] == [list(fact) for fact in world_facts()]
@@ -66,12 +62,8 @@ def test_two_turn_search_results_record_cost_numerics_and_settings():
 
 
 def test_two_turn_search_docs_row_is_one_row_of_six_cells():
-    results = committed_results()
-    row = docs_row(results)
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = [cell.strip() for cell in row[1:-1].split("|")]
-    assert len(cells) == 6 and all(cells)
-    assert cells[4].startswith(results["verdict"]["verdict"] + ":")
+    results = committed_results(RESULTS_NAME)
+    cells = docs_row_cells(docs_row(results), results["verdict"]["verdict"])
     assert "0.5010" not in cells[1] and "MT-GRPO: EM 0.501, tool 0.2" in cells[1]
     mt_grpo = results["summary"]["mt_grpo"]["exact_match"]
     assert f"MT-GRPO (8 seeds): EM {mt_grpo['mean']:.3f} ± {mt_grpo['std']:.3f}" in cells[3]
@@ -231,7 +223,7 @@ def test_two_turn_search_seed_0_prefix_reruns_bit_for_bit(tmp_path):
     """The first 15 of 50 iterations of every arm's seed 0 again: every curve point identical."""
     from baselines.experiments import two_turn_search as experiment
 
-    committed = committed_results()
+    committed = committed_results(RESULTS_NAME)
     argv = ["--seeds", "0", "--iterations", str(PREFIX), "--window", str(committed["settings"]["window"])]
     experiment.main([*argv, "--out", str(tmp_path / "runs"), "--results", str(tmp_path / "results")])
     rerun = json.loads((tmp_path / "results" / f"{RESULTS_NAME}.json").read_text(encoding="utf-8"))

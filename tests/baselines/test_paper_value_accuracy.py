@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from baselines.experiments.common import PINNED_ENVIRONMENT
+from baselines.experiments.common import PINNED_ENVIRONMENT, RESULTS_DIR
 from baselines.experiments.value_accuracy import (
-    RESULTS_DIR,
     RESULTS_NAME,
     candidate_q,
     docs_row,
@@ -27,16 +26,9 @@ from baselines.experiments.value_accuracy import (
     within_share,
 )
 
+from fixtures.paper_tables import committed_results, docs_row_cells, json_roundtrip
+
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = RESULTS_DIR / f"{RESULTS_NAME}.json"
-
-
-def load_results() -> dict:
-    return json.loads(RESULTS.read_text(encoding="utf-8"))
-
-
-def roundtrip(value: object) -> object:
-    return json.loads(json.dumps(value))
 
 
 def test_within_share_and_the_truths_standard_error_by_hand():
@@ -140,35 +132,32 @@ def test_value_accuracy_verdict_rule_by_hand():
 
 
 def test_value_accuracy_file_summary_and_verdict_follow_from_its_curves():
-    results = load_results()
+    results = committed_results(RESULTS_NAME)
     settings = results["settings"]
     for seed, points in results["points"].items():
         curves = seed_curves(points, settings["tolerance"], settings["truth_rollouts"])
-        assert roundtrip(curves) == results["curves"][seed]
+        assert json_roundtrip(curves) == results["curves"][seed]
         assert len(results["success_curves"][seed]) == settings["iterations"]
         assert curves["iteration"] == list(
             range(settings["every"] - 1, settings["iterations"], settings["every"])
         )
     summary = summarise(results["curves"])
-    assert roundtrip(summary) == results["summary"]
-    assert roundtrip(verdict(summary)) == results["verdict"]
+    assert json_roundtrip(summary) == results["summary"]
+    assert json_roundtrip(verdict(summary)) == results["verdict"]
     assert len(results["curves"]) == 8  # the default --seeds
     assert (RESULTS_DIR / f"{RESULTS_NAME}.png").stat().st_size > 0
 
 
 def test_value_accuracy_docs_row_is_one_row_of_six_cells():
-    row = docs_row(load_results())
-    assert "\n" not in row and row.startswith("| ") and row.endswith(" |")
-    cells = row[2:-2].split(" | ")
-    assert len(cells) == 6 and all(cells)
-    assert cells[4].startswith(("holds", "does not hold", "not testable here"))
+    results = committed_results(RESULTS_NAME)
+    docs_row_cells(docs_row(results), results["verdict"]["verdict"])
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_value_accuracy_seed_0_prefix_reruns_bit_for_bit(tmp_path):
     """The first measurement point of seed 0 (its first ``every`` iterations) against the file."""
-    results = load_results()
+    results = committed_results(RESULTS_NAME)
     every = results["settings"]["every"]
     command = [sys.executable, "-m", "baselines.experiments.value_accuracy", "--seeds", "0"]
     command += ["--iterations", str(every), "--out", str(tmp_path / "runs"), "--results", str(tmp_path)]
