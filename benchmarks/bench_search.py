@@ -30,10 +30,11 @@ turn of each side (ours with the lines cold, and kept from its cold pass),
 and of its parts timed alone over the same queries: the BM25 search both
 sides call (the query cache cleared), reading the passages (GEM:
 ``retrieve``'s rows with their passages, beyond the search; ours: title and
-text of each row), ours' check that the joined lines are whitespace-collapsed
-already, the obs_key's digest of the collapsed text, and ours' information
-text and obs_key made from the rows (reads and check included; kept: every
-result found again); the rest is each side's own turn (parsing, formatting,
+text of each row, with the corpus store's collapsed flag), ours' check that
+the joined lines are whitespace-collapsed already (the rows' flags, else a
+scan of the lines), the obs_key's digest of the collapsed text, and ours'
+information text and obs_key made from the rows (reads and check included;
+kept: every result found again); the rest is each side's own turn (parsing, formatting,
 rewards; ours: the state key, info and keys too).
 
 Part 2, agentenvs alone: mean reset ms, search-turn ms and turns/s with the
@@ -269,8 +270,9 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
     """Rows of the breakdown table: process CPU µs per search turn of each side (lines cold), and of
     the parts of it timed alone over the same queries (medians of ``rounds`` alternating rounds)."""
     from agentenvs.core.keys import text_digest
-    from agentenvs.envs.search.env import PassageLines, bounded_query, corpus_line_parts, is_collapsed
+    from agentenvs.envs.search.env import PassageLines, bounded_query, corpus_line_parts
     from agentenvs.envs.search.protocol import SearchProtocol
+    from retrieval_index.corpus import is_collapsed
 
     env = SearchEnv(style, split="test", corpus_passages=passages)
     played = expert_episodes(env, min(episodes, env.task_source.size("test")))
@@ -284,10 +286,11 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
         if parsed.error is None and parsed.actions[0].startswith("search[")
     ]
     hits = [scorer.search(query, env.topk)[0].tolist() for query in queries]
+    read = [[corpus_line_parts(corpus, row) for row in rows] for rows in hits]
     # each search's lines joined by a space: what the collapse check reads, and inside what the digest hashes
     spaced = [
-        " ".join(f"Doc {i}(Title: {title}) {text}" for i, (title, text) in enumerate(rows, 1))
-        for rows in ([corpus_line_parts(corpus, row) for row in rows] for rows in hits)
+        " ".join(f"Doc {i}(Title: {title}) {text}" for i, (title, text, _) in enumerate(lines, 1))
+        for lines in read
     ]
     hashed = [f"<information>{text}</information>" for text in spaced]
 
@@ -339,7 +342,15 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
         parts["our reads"].append(
             timed(lambda: [[corpus_line_parts(corpus, row) for row in rows] for rows in hits])
         )
-        parts["collapse check"].append(timed(lambda: [is_collapsed(text) for text in spaced]))
+        # ours' rule: the store's flags of the rows, else the check of the joined lines
+        parts["collapse check"].append(
+            timed(
+                lambda: [
+                    all([line[2] for line in lines]) or is_collapsed(text)
+                    for lines, text in zip(read, spaced, strict=True)
+                ]
+            )
+        )
         parts["obs_key digest"].append(timed(lambda: [text_digest(text) for text in hashed]))
         fill = functools.partial(information_texts, PassageLines())  # every row new to it, as when cold
         parts["our lines"].append(timed(fill))

@@ -8,6 +8,9 @@ object a line, ``{"id": "0", "contents": "\\"Title\\"\\nText"}``.
     texts.bin      the UTF-8 bytes of every passage's id, title, text and the rest of its row
                    (compact JSON, empty when the row holds nothing else), back to back
     offsets.npy    int64 boundaries into texts.bin, four fields a passage, plus the end
+    collapsed.bin  one byte a passage: 1 when its title and text are each whitespace-collapsed
+                   (:func:`is_collapsed`; from version 3), so a reader that needs the collapsed form
+                   of a passage's text knows without reading it through
     corpus.json    format name, version and passage count (written last: its presence marks a
                    complete build)
 
@@ -33,12 +36,42 @@ import numpy as np
 from retrieval_index.types import Passage
 
 FORMAT = "retrieval_index.corpus"
-VERSION = 2
-# fields a passage by store version: id, title, text, and (from version 2) the rest of the row
-FIELDS_OF_VERSION = {1: 3, 2: 4}
+VERSION = 3
+# fields a passage by store version: id, title, text, and (from version 2) the rest of the row;
+# version 3 adds the collapsed flags
+FIELDS_OF_VERSION = {1: 3, 2: 4, 3: 4}
 _META = "corpus.json"
 _TEXTS = "texts.bin"
 _OFFSETS = "offsets.npy"
+_COLLAPSED = "collapsed.bin"
+
+# ASCII whitespace besides the space: what str.split() splits on below code 128
+OTHER_ASCII_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
+
+
+def is_collapsed(text: str) -> bool:
+    """Whether ``text`` is already whitespace-collapsed: ``" ".join(text.split()) == text``.
+
+    True when it holds no whitespace but the space (ASCII text: none of :data:`OTHER_ASCII_WHITESPACE`,
+    read from its bytes, faster than :meth:`str.isprintable`; other text: printable, as every other
+    whitespace character is non-printable), no two spaces in a row, and neither starts nor ends with
+    one. False may still be collapsed (a non-printable character that is not whitespace); callers then
+    take the general rule.
+    """
+    if text.isascii():
+        encoded = text.encode()
+        spaces_only = len(encoded.translate(None, OTHER_ASCII_WHITESPACE)) == len(encoded)
+    else:
+        spaces_only = text.isprintable()
+    return spaces_only and "  " not in text and not text.startswith(" ") and not text.endswith(" ")
+
+
+def _map_bytes(path: Path) -> mmap.mmap | bytes:
+    """The file's bytes, mapped read-only (an empty file reads as ``b""``: an empty map is an error)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _open_text(path: str | os.PathLike, mode: str) -> IO[str]:
@@ -111,11 +144,15 @@ class Corpus:
             raise ValueError(
                 f"{self.directory}: offsets hold {len(self._offsets)} entries for {self._size} passages"
             )
-        with open(self.directory / _TEXTS, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            self._texts: mmap.mmap | bytes = (
-                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-            )
+        self._texts = _map_bytes(self.directory / _TEXTS)
+        # collapsed[row] is 1 when the passage's title and text are each whitespace-collapsed
+        # (is_collapsed), else 0; None for a store built before version 3: a reader checks the text itself
+        self.collapsed: mmap.mmap | bytes | None = None
+        if meta["version"] >= 3:
+            self.collapsed = _map_bytes(self.directory / _COLLAPSED)
+            if len(self.collapsed) != self._size:
+                found = f"{_COLLAPSED} holds {len(self.collapsed)} flags"
+                raise ValueError(f"{self.directory}: {found} for {self._size} passages")
 
     @classmethod
     def open(cls, out_dir: str | os.PathLike) -> Corpus:
@@ -123,7 +160,7 @@ class Corpus:
 
     @classmethod
     def build(cls, jsonl_path: str | os.PathLike, out_dir: str | os.PathLike) -> Corpus:
-        """Copy a jsonl corpus into a store at ``out_dir`` (streaming: RAM holds the offsets only)."""
+        """Copy a jsonl corpus into a store at ``out_dir`` (streaming: RAM holds the offsets and flags)."""
         return cls.from_passages(read_corpus_jsonl(jsonl_path), out_dir)
 
     @classmethod
@@ -133,6 +170,7 @@ class Corpus:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / _META).unlink(missing_ok=True)
         offsets = array("q", [0])
+        collapsed = bytearray()
         position = 0
         count = 0
         with open(directory / _TEXTS, "wb") as texts:
@@ -143,7 +181,9 @@ class Corpus:
                     texts.write(data)
                     position += len(data)
                     offsets.append(position)
+                collapsed.append(is_collapsed(passage.title) and is_collapsed(passage.text))
                 count += 1
+        (directory / _COLLAPSED).write_bytes(collapsed)
         np.save(directory / _OFFSETS, np.frombuffer(offsets, dtype=np.int64))
         meta = {"format": FORMAT, "version": VERSION, "passages": count}
         (directory / _META).write_text(json.dumps(meta) + "\n")
@@ -153,11 +193,7 @@ class Corpus:
         return self._size
 
     def __getitem__(self, i: int) -> Passage:
-        row = int(i)
-        if row < 0:
-            row += self._size
-        if not 0 <= row < self._size:
-            raise IndexError(f"passage {i} out of range for a corpus of {self._size}")
+        row = self._row(i)
         fields = self._fields
         bounds = self._offsets[fields * row : fields * row + fields + 1].tolist()
         texts = self._texts
@@ -165,14 +201,17 @@ class Corpus:
             *(texts[bounds[k] : bounds[k + 1]].decode("utf-8", "surrogatepass") for k in range(fields))
         )
 
-    def title_and_text(self, i: int) -> tuple[str, str]:
-        """``(corpus[i].title, corpus[i].text)``, read without the passage's other fields."""
+    def _row(self, i: int) -> int:
         row = int(i)
         if row < 0:
             row += self._size
         if not 0 <= row < self._size:
             raise IndexError(f"passage {i} out of range for a corpus of {self._size}")
-        start = self._fields * row + 1
+        return row
+
+    def title_and_text(self, i: int) -> tuple[str, str]:
+        """``(corpus[i].title, corpus[i].text)``, read without the passage's other fields."""
+        start = self._fields * self._row(i) + 1
         title_start, text_start, text_end = self._offsets[start : start + 3].tolist()
         texts = self._texts
         return (

@@ -133,6 +133,7 @@ from agentenvs.envs.search.tasks import (
     open_retriever,
     style_splits,
 )
+from retrieval_index.corpus import is_collapsed
 
 INSTRUCTIONS = (
     "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
@@ -226,45 +227,29 @@ def line_parts(contents: str) -> tuple[str, str]:
     return title, text
 
 
-# How a search turn reads what a row's line shows (its title and text), given the row; the passage is
-# read only for a row whose line is not kept, so a search whose rows are all kept reads no text at all.
-LineReader = Callable[[int], tuple[str, str]]
+# How a search turn reads what a row's line shows, given the row: its title and text, and whether the
+# line is known to be whitespace-collapsed. The passage is read only for a row whose line is not kept,
+# so a search whose rows are all kept reads no text at all.
+LineReader = Callable[[int], tuple[str, str, bool]]
 
 
-def corpus_line_parts(corpus: Any, row: int) -> tuple[str, str]:
+def corpus_line_parts(corpus: Any, row: int) -> tuple[str, str, bool]:
     """:func:`line_parts` of a corpus row's ``contents``, from its title and text alone (``contents`` is
-    ``'"title"\\ntext'``, so its first line is the quoted title unless the title holds a newline)."""
+    ``'"title"\\ntext'``, so its first line is the quoted title unless the title holds a newline), and
+    whether its line ``(Title: "title") text`` is whitespace-collapsed, from the store's flag: it is
+    when the title and the text are and the text is not empty (False where the store has no flags)."""
     title, text = corpus.title_and_text(row)
     if "\n" in title:
-        return line_parts(f'"{title}"\n{text}')
-    return f'"{title}"', text
+        return (*line_parts(f'"{title}"\n{text}'), False)
+    flags = corpus.collapsed
+    return f'"{title}"', text, flags is not None and flags[row] == 1 and text != ""
 
 
 def hit_rows(hits: Sequence[Any]) -> tuple[list[int], LineReader]:
-    """The rows of search hits that carry their passages (``retrieve``'s), and the reader of their lines."""
+    """The rows of search hits that carry their passages (``retrieve``'s), and the reader of their lines
+    (not known to be collapsed: the information text is then checked)."""
     passages = {hit.index: hit.passage for hit in hits}
-    return [hit.index for hit in hits], lambda row: line_parts(passages[row].contents)
-
-
-# ASCII whitespace besides the space: what str.split() splits on below code 128
-OTHER_ASCII_WHITESPACE = bytes(code for code in range(128) if chr(code).isspace() and code != 32)
-
-
-def is_collapsed(text: str) -> bool:
-    """Whether ``text`` is already whitespace-collapsed: ``" ".join(text.split()) == text``.
-
-    True when it holds no whitespace but the space (ASCII text: none of :data:`OTHER_ASCII_WHITESPACE`,
-    read from its bytes, faster than :meth:`str.isprintable`; other text: printable, as every other
-    whitespace character is non-printable), no two spaces in a row, and neither starts nor ends with
-    one. False may still be collapsed (a non-printable character that is not whitespace); callers then
-    take the general rule.
-    """
-    if text.isascii():
-        encoded = text.encode()
-        spaces_only = len(encoded.translate(None, OTHER_ASCII_WHITESPACE)) == len(encoded)
-    else:
-        spaces_only = text.isprintable()
-    return spaces_only and "  " not in text and not text.startswith(" ") and not text.endswith(" ")
+    return [hit.index for hit in hits], lambda row: (*line_parts(passages[row].contents), False)
 
 
 class PassageLines:
@@ -282,10 +267,12 @@ class PassageLines:
     - The information text is ``\\n\\n<information>`` + the ``Doc {i}`` lines
       (stripped) + ``</information>\\n\\n``; its ``obs_key`` hashes the
       whitespace-collapsed text. When the lines, their newlines read as
-      spaces, are collapsed already (:func:`is_collapsed`), that is
-      ``<information>`` + those lines + ``</information>``; otherwise the
-      text is collapsed by the general rule. Both depend on the rows
-      and their order alone.
+      spaces, are collapsed already, that is ``<information>`` + those lines +
+      ``</information>``; otherwise the text is collapsed by the general
+      rule. The lines are collapsed when each is (the corpus store's flag,
+      :func:`corpus_line_parts`: a line starts with ``Doc`` and ends with
+      its text), else when :func:`~retrieval_index.corpus.is_collapsed` finds
+      them so. Both depend on the rows and their order alone.
     - Search-R1's retrieval check, ``contains_answer(lines, golden)``:
       SQuAD normalisation works character by character apart from the
       article rule and whitespace, so the normalised lines are
@@ -311,13 +298,13 @@ class PassageLines:
         self._answers = tuple(normalize_answer(answer) for answer in golden)
 
     def _entry(self, row: int, read: LineReader) -> list[Any]:
-        """The row's ``[line, normalised line or None]``, made when not kept (the line is
-        :func:`passage_body` without its closing newline)."""
+        """The row's ``[line, normalised line or None, whether the line is known to be collapsed]``, made
+        when not kept (the line is :func:`passage_body` without its closing newline)."""
         rows = self._rows
         entry = rows.get(row)
         if entry is None:
-            title, text = read(row)
-            entry = rows[row] = [f"(Title: {title}) {text}", None]
+            title, text, collapsed = read(row)
+            entry = rows[row] = [f"(Title: {title}) {text}", None, collapsed]
             if len(rows) > self.capacity:
                 rows.popitem(last=False)
         else:
@@ -334,10 +321,10 @@ class PassageLines:
             return result
         entries = [self._entry(row, read) for row in found]
         lines = "\n".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
-        # the whole text is checked at once (a few long lines, each read once): when the lines with their
-        # newlines read as spaces are collapsed, so is the text, to just that
+        # when the lines with their newlines read as spaces are collapsed, so is the text, to just that;
+        # unless the store's flags say so, the joined lines are checked at once (a few long lines)
         spaced = lines.replace("\n", " ")
-        if is_collapsed(spaced):
+        if all([entry[2] for entry in entries]) or is_collapsed(spaced):
             text = f"\n\n<information>{lines}</information>\n\n"
             key = text_digest(f"<information>{spaced}</information>")
         else:
@@ -497,7 +484,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             return rows.tolist(), self._read_corpus_line
         return hit_rows(retriever.retrieve([query], self.topk)[0])
 
-    def _read_corpus_line(self, row: int) -> tuple[str, str]:
+    def _read_corpus_line(self, row: int) -> tuple[str, str, bool]:
         return corpus_line_parts(self.retriever.corpus, row)
 
     def __getstate__(self) -> dict[str, Any]:

@@ -51,14 +51,15 @@ def cache_root() -> Path:
 
 
 def builtin_version() -> str:
-    """Cache key of the built world: the generator's source files and the index format, so either change
-    rebuilds."""
+    """Cache key of the built world: the generator's source files and the index and store formats, so
+    any change rebuilds."""
     from retrieval_index.analysis import ANALYZER_VERSION
     from retrieval_index.bm25 import INDEX_VERSION
+    from retrieval_index.corpus import VERSION as STORE_VERSION
 
     here = Path(__file__).parent
     sources = [(here / name).read_bytes() for name in ("world.py", "questions.py")]
-    return stable_digest([sources, ANALYZER_VERSION, INDEX_VERSION])[:12]
+    return stable_digest([sources, ANALYZER_VERSION, INDEX_VERSION, STORE_VERSION])[:12]
 
 
 def builtin_dir(num_passages: int = DEFAULT_PASSAGES, seed: int = 0) -> Path:

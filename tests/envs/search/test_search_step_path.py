@@ -16,16 +16,15 @@ import pytest
 
 from agentenvs.core.keys import stable_digest, text_key
 from agentenvs.envs.search.env import (
-    OTHER_ASCII_WHITESPACE,
     PRESETS,
     PassageLines,
     SearchEnv,
     format_passages,
     hit_rows,
-    is_collapsed,
     passage_body,
 )
 from agentenvs.envs.search.expert import SearchExpert
+from retrieval_index.corpus import OTHER_ASCII_WHITESPACE, is_collapsed
 
 SMALL = 3000
 
@@ -74,8 +73,8 @@ def test_information_of_lines_with_newlines_or_odd_whitespace_is_keyed_by_the_ge
              "\u2028sep", "dbl  space"]  # fmt: skip
     lines = PassageLines(capacity=2)
     for first, second in itertools.product(texts, repeat=2):
-        passages = {1: ("T", first), 2: ("U", second)}
-        contents = [f"{title}\n{text}" for title, text in passages.values()]
+        passages = {1: ("T", first, False), 2: ("U", second, False)}  # no store flags: the text is checked
+        contents = [f"{title}\n{text}" for title, text, _ in passages.values()]
         expected = "".join(f"Doc {i}{passage_body(c)}" for i, c in enumerate(contents, 1))
         expected = f"\n\n<information>{expected.strip()}</information>\n\n"
         assert lines.information([1, 2], passages.__getitem__) == (expected, text_key(expected))
