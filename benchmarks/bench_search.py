@@ -34,8 +34,10 @@ text of each row, with the corpus store's collapsed flag), ours' check that
 the joined lines are whitespace-collapsed already (the rows' flags, else a
 scan of the lines), the obs_key's digest of the collapsed text, and ours'
 information text and obs_key made from the rows (reads and check included;
-kept: every result found again); the rest is each side's own turn (parsing, formatting,
-rewards; ours: the state key, info and keys too).
+kept: every result found again), and ours' contract work GEM's env does not do: the state
+key, the potentials and the info, timed in place as ours' cold search turn less
+the same env's with that work replaced by constants; the rest is each side's own
+turn (parsing, formatting, rewards, transitions).
 
 Part 2, agentenvs alone: mean reset ms, search-turn ms and turns/s with the
 in-process retriever and through HTTP (a retrieval_index server started in
@@ -277,6 +279,7 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
     env = SearchEnv(style, split="test", corpus_passages=passages)
     played = expert_episodes(env, min(episodes, env.task_source.size("test")))
     peer = gem_env(env.retriever, env.topk, played)
+    bare = without_contract_work(SearchEnv(style, split="test", corpus_passages=passages))
     retriever, scorer, corpus = env.retriever, env.retriever.scorer, env.retriever.corpus
     protocol = SearchProtocol()
     queries = [
@@ -295,18 +298,20 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
     hashed = [f"<information>{text}</information>" for text in spaced]
 
     def turns_of(side: str) -> float:
-        """Process CPU seconds in the side's search turns; ``ours kept`` keeps the lines ``ours`` made."""
+        """Process CPU seconds in the side's search turns; ``ours kept`` keeps the lines ``ours`` made,
+        ``ours bare`` (lines cold) is ours without its contract work."""
         scorer.clear_cache()
-        if side == "ours":
-            env.clear_passage_lines()
+        ours = bare if side == "ours bare" else env
+        if side in ("ours", "ours bare"):
+            ours.clear_passage_lines()
         spent = 0.0
         for episode in played:
             if side == "gem":
                 peer.reset()
                 peer.env.set_state({"first_obs": str(episode.seed), "answer": list(episode.golden_answers)})
             else:
-                env.reset(seed=episode.seed)
-            step = peer.step if side == "gem" else env.step
+                ours.reset(seed=episode.seed)
+            step = peer.step if side == "gem" else ours.step
             for response in episode.responses:
                 started = time.process_time()
                 step(response)
@@ -330,11 +335,12 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
         call()
         return time.process_time() - started
 
-    names = ("ours", "ours kept", "gem", "search", "gem reads", "our reads", "collapse check",
+    names = ("ours", "ours kept", "ours bare", "gem", "search", "gem reads", "our reads", "collapse check",
              "obs_key digest", "our lines", "our kept lines")  # fmt: skip
     parts: dict[str, list[float]] = {name: [] for name in names}
     for number in range(rounds):
-        for side in ("ours", "ours kept", "gem") if number % 2 == 0 else ("gem", "ours", "ours kept"):
+        sides = ("ours", "ours kept", "ours bare", "gem")
+        for side in sides if number % 2 == 0 else sides[::-1]:
             parts[side].append(turns_of(side))
         parts["search"].append(searches())
         # retrieve right after the searches: a cache lookup, then the rows' passages read and wrapped
@@ -358,23 +364,39 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
     per_search = {name: 1e6 * statistics.median(values) / len(queries) for name, values in parts.items()}
     search = per_search["search"]
 
-    def cells(side: str, turn: str, reads: str, own: tuple[str, ...], lines: str) -> list[str]:
-        figures = [per_search[name] if name else None for name in (reads, *own, lines)]
-        rest = per_search[turn] - search - per_search[lines or reads]
+    # ours' contract work, in place: its cold turn less the turn of the same env without that work
+    per_search["contract"] = per_search["ours"] - per_search["ours bare"]
+
+    def cells(side: str, turn: str, reads: str, own: tuple[str, ...], lines: str, contract: str) -> list[str]:
+        figures = [per_search[name] if name else None for name in (reads, *own, lines, contract)]
+        rest = (
+            per_search[turn] - search - per_search[lines or reads] - (per_search[contract] if contract else 0)
+        )
         shown = ["—" if figure is None else f"{figure:.1f}" for figure in figures]
         return [side, f"{per_search[turn]:.1f}", f"{search:.1f}", *shown, f"{rest:.1f}"]
 
+    own = ("collapse check", "obs_key digest")
     return [
-        cells("GEM", "gem", "gem reads", ("", ""), ""),
-        cells(
-            "agentenvs, lines cold", "ours", "our reads", ("collapse check", "obs_key digest"), "our lines"
-        ),
-        cells("agentenvs, lines kept", "ours kept", "", ("", ""), "our kept lines"),
+        cells("GEM", "gem", "gem reads", ("", ""), "", ""),
+        cells("agentenvs, lines cold", "ours", "our reads", own, "our lines", "contract"),
+        cells("agentenvs, lines kept", "ours kept", "", ("", ""), "our kept lines", "contract"),
     ]
 
 
+def without_contract_work(env: SearchEnv) -> SearchEnv:
+    """``env`` with the per-turn work of the env contract that GEM's env does not do replaced by
+    constants, for timing alone: the state key, the potentials and the info (its obs_key, privileged
+    information, success and score). The information text's obs_key digest is still made (it is timed
+    apart); rewards and keys of this env are wrong, and it is used for nothing else."""
+    env._compute_state_key = lambda: ""
+    env._potentials = lambda: {}
+    env._info = lambda *args, **kwargs: {}
+    return env
+
+
 PARTS_COLUMNS = ("side", "search turn", "BM25 search", "reading passages", "collapse check", "obs_key digest",
-                 "information text + obs_key (ours' reads included)", "rest of the turn")  # fmt: skip
+                 "information text + obs_key (ours' reads included)",
+                 "contract work (state key, potentials, info)", "rest of the turn")  # fmt: skip
 
 
 VERSUS_GEM_COLUMNS = (

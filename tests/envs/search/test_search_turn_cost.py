@@ -99,7 +99,8 @@ def test_rows_of_the_in_process_index_are_what_retrieve_returns():
         env.retriever.scorer.clear_cache()
         rows, read = env._search(query)
         assert rows == [hit.index for hit in expected], query
-        assert [read(row)[:2] for row in rows] == [line_parts(hit.passage.contents) for hit in expected], query
+        shown = [line_parts(hit.passage.contents) for hit in expected]
+        assert [read(row)[:2] for row in rows] == shown, query
 
 
 def test_cleared_passage_lines_give_the_same_turns():
