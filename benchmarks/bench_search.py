@@ -34,10 +34,10 @@ text of each row, with the corpus store's collapsed flag), ours' check that
 the joined lines are whitespace-collapsed already (the rows' flags, else a
 scan of the lines), the obs_key's digest of the collapsed text, and ours'
 information text and obs_key made from the rows (reads and check included;
-kept: every result found again), and ours' contract work GEM's env does not do: the state
-key, the potentials and the info, timed in place as ours' cold search turn less
-the same env's with that work replaced by constants; the rest is each side's own
-turn (parsing, formatting, rewards, transitions).
+kept: every result found again), and ours' contract work that GEM's env does
+not do: the state key, the potentials and the info, timed in place as ours'
+cold search turn less the same env's with that work replaced by constants; the
+rest is each side's own turn (parsing, formatting, rewards, transitions).
 
 Part 2, agentenvs alone: mean reset ms, search-turn ms and turns/s with the
 in-process retriever and through HTTP (a retrieval_index server started in
