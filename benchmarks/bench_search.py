@@ -18,8 +18,9 @@ cold. The table gives GEM's median turns/s and the median ratio of the
 rounds by each clock (agentenvs ÷ GEM, ≥ 1 = ours is cheaper). agentenvs
 keeps each retrieved corpus row's information line, and each result's
 information text and obs_key, from chunk to chunk (as it does from episode
-to episode, and as the rollouts of a group meet the same passages): the
-"kept" columns; the third side, a second env over the same index, clears
+to episode, and for every env of the process over the same retriever, as
+the rollouts of a group meet the same passages): the "kept" columns; the
+third side, a second env over the same index with lines of its own, clears
 them before each of its chunks (``clear_passage_lines``): the "cold"
 columns, every search's passages new to it. Reset cost is timed apart
 (GEM's reset samples a dataset row; putting GEM on the same question
@@ -220,8 +221,9 @@ def versus_gem(style: str, passages: int, episodes: int, repeats: int, chunk: in
     env = SearchEnv(style, split="test", corpus_passages=passages)
     played = expert_episodes(env, min(episodes, env.task_source.size("test")))
     peer = gem_env(env.retriever, env.topk, played)
-    # the cold side is an env of its own (over the same index), so that clearing its lines leaves ours kept
-    cold = SearchEnv(style, split="test", corpus_passages=passages)
+    # the cold side is an env of its own (over the same index) with lines of its own, so that clearing them
+    # leaves ours kept
+    cold = with_own_passage_lines(SearchEnv(style, split="test", corpus_passages=passages))
     scorer = env.retriever.scorer
     assert cold.retriever is env.retriever
     # GEM's reset samples a dataset row; its set_state then puts it on the episode's question
@@ -279,7 +281,9 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
     env = SearchEnv(style, split="test", corpus_passages=passages)
     played = expert_episodes(env, min(episodes, env.task_source.size("test")))
     peer = gem_env(env.retriever, env.topk, played)
-    bare = without_contract_work(SearchEnv(style, split="test", corpus_passages=passages))
+    bare = with_own_passage_lines(
+        without_contract_work(SearchEnv(style, split="test", corpus_passages=passages))
+    )
     retriever, scorer, corpus = env.retriever, env.retriever.scorer, env.retriever.corpus
     protocol = SearchProtocol()
     queries = [
@@ -381,6 +385,15 @@ def search_turn_parts(style: str, passages: int, episodes: int, rounds: int = 5)
         cells("agentenvs, lines cold", "ours", "our reads", own, "our lines", "contract"),
         cells("agentenvs, lines kept", "ours kept", "", ("", ""), "our kept lines", "contract"),
     ]
+
+
+def with_own_passage_lines(env: SearchEnv) -> SearchEnv:
+    """``env`` with passage lines of its own in place of those every env of the process over its
+    retriever shares, so that clearing them leaves the other sides' lines kept (for timing alone)."""
+    from agentenvs.envs.search.env import PassageLines
+
+    env._passages = PassageLines()
+    return env
 
 
 def without_contract_work(env: SearchEnv) -> SearchEnv:

@@ -227,7 +227,8 @@ def search_rows(tables: Sequence[Table]) -> list[FigureRow]:
     The first timed this thread's CPU and printed both suites' turns/s and their ratio (``ratio
     median``); the second prints GEM's turns/s by the process's CPU and the ratio by each of three
     clocks (``process CPU kept`` and so on), and no turns/s of ours, which the page then shows as "—".
-    Its ratio is the one by process CPU with agentenvs' passage lines kept, as between episodes.
+    Its ratios are the ones by process CPU, with agentenvs' passage lines kept (as between episodes)
+    and with every search's passages new to it.
     """
     source = "bench_search.txt"
     sets = find_table(tables, source, "agentenvs ÷ GEM")
@@ -245,7 +246,8 @@ def search_rows(tables: Sequence[Table]) -> list[FigureRow]:
             f"Search QA turns/s by process CPU, same responses and BM25 index, {count}",
             "—",
             f"GEM: {sets.span('GEM turns/s, process CPU')}",
-            f"{sets.span('process CPU kept')}× GEM's turns/s (median of passes, per set)",
+            f"{sets.span('process CPU kept')}× GEM's turns/s with passage lines kept, "
+            f"{sets.span('process CPU cold')}× with every passage new (median of passes, per set)",
             source,
         )
     return [

@@ -112,8 +112,10 @@ Version  Change
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
@@ -254,15 +256,20 @@ def hit_rows(hits: Sequence[Any]) -> tuple[list[int], LineReader]:
 
 class PassageLines:
     """What a search turn derives from the retrieved passages, kept for the last ``capacity`` corpus rows
-    and the last ``capacity`` results.
+    and the last ``capacity`` results; one store per retriever per process (:func:`passage_lines_for`),
+    shared by every env over that retriever.
 
-    The rollouts of one question retrieve the same passages again and again;
-    each row's Search-R1 line (:func:`passage_body` without its newline) and
-    its SQuAD-normalised form are made once, and each result's information
-    text and ``obs_key`` once per sequence of rows. Memory: at most ``capacity``
-    rows of two strings of about a passage's length, and ``capacity`` results
-    of ``topk`` passages each (about 10 MB for 4,096 of 600-character
-    passages at ``topk`` 3).
+    The rollouts of one question retrieve the same passages again and again,
+    in one env or in the group's several envs; each row's Search-R1 line
+    (:func:`passage_body` without its newline) and its SQuAD-normalised form
+    are made once, and each result's information text and ``obs_key`` once
+    per sequence of rows. What is kept depends on the rows alone, never on an
+    episode, so sharing it changes no observation, reward or key. Memory: at
+    most ``capacity`` rows of two strings of about a passage's length, and
+    ``capacity`` results of ``topk`` passages each (about 17 MB for 4,096 of
+    600-character passages at ``topk`` 3), once per retriever and process
+    however many envs use it. A lock makes each call atomic (about 0.1 µs), so
+    envs stepped on threads may share the store.
 
     - The information text is ``\\n\\n<information>`` + the ``Doc {i}`` lines
       (stripped) + ``</information>\\n\\n``; its ``obs_key`` hashes the
@@ -280,26 +287,35 @@ class PassageLines:
       ``(Title:``, which becomes the word ``title`` glued to the label's
       number, never an article); the test on the joined text is the
       original's substring test, so an answer spanning two passages counts
-      as it does there. The golden answers are normalised once per question.
+      as it does there. The caller normalises the golden answers once per question.
     """
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
-        self._rows: OrderedDict[int, list[str | None]] = OrderedDict()
+        self._rows: OrderedDict[int, list[Any]] = OrderedDict()
         self._results: OrderedDict[tuple[int, ...], tuple[str, str]] = OrderedDict()
-        self._answers: tuple[str, ...] = ()
+        self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        # a copy starts with empty caches: passages travel as corpus rows, not as text
-        return {"capacity": self.capacity, "_rows": OrderedDict(), "_results": OrderedDict(),
-                "_answers": self._answers}  # fmt: skip
+        # a copy starts empty: passages travel as corpus rows, not as text
+        return {"capacity": self.capacity}
 
-    def set_answers(self, golden: Sequence[str]) -> None:
-        self._answers = tuple(normalize_answer(answer) for answer in golden)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["capacity"])
+
+    def __len__(self) -> int:
+        """Rows kept."""
+        return len(self._rows)
+
+    def clear(self) -> None:
+        """Forget every row and result kept."""
+        with self._lock:
+            self._rows.clear()
+            self._results.clear()
 
     def _entry(self, row: int, read: LineReader) -> list[Any]:
         """The row's ``[line, normalised line or None, whether the line is known to be collapsed]``, made
-        when not kept (the line is :func:`passage_body` without its closing newline)."""
+        when not kept (the line is :func:`passage_body` without its closing newline); the lock is held."""
         rows = self._rows
         entry = rows.get(row)
         if entry is None:
@@ -313,38 +329,55 @@ class PassageLines:
 
     def information(self, rows: Sequence[int], read: LineReader) -> tuple[str, str]:
         """The observation after a search that found ``rows`` and its ``obs_key``."""
-        results = self._results
         found = tuple(rows)
-        result = results.get(found)
-        if result is not None:
-            results.move_to_end(found)
+        with self._lock:
+            results = self._results
+            result = results.get(found)
+            if result is not None:
+                results.move_to_end(found)
+                return result
+            entries = [self._entry(row, read) for row in found]
+            lines = "\n".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
+            # when the lines with their newlines read as spaces are collapsed, so is the text, to just that;
+            # unless the store's flags say so, the joined lines are checked at once (a few long lines)
+            spaced = lines.replace("\n", " ")
+            if all([entry[2] for entry in entries]) or is_collapsed(spaced):
+                text = f"\n\n<information>{lines}</information>\n\n"
+                key = text_digest(f"<information>{spaced}</information>")
+            else:
+                text = f"\n\n<information>{lines.strip()}</information>\n\n"
+                key = text_key(text)
+            result = results[found] = (text, key)
+            if len(results) > self.capacity:
+                results.popitem(last=False)
             return result
-        entries = [self._entry(row, read) for row in found]
-        lines = "\n".join([f"Doc {i}{entry[0]}" for i, entry in enumerate(entries, 1)])
-        # when the lines with their newlines read as spaces are collapsed, so is the text, to just that;
-        # unless the store's flags say so, the joined lines are checked at once (a few long lines)
-        spaced = lines.replace("\n", " ")
-        if all([entry[2] for entry in entries]) or is_collapsed(spaced):
-            text = f"\n\n<information>{lines}</information>\n\n"
-            key = text_digest(f"<information>{spaced}</information>")
-        else:
-            text = f"\n\n<information>{lines.strip()}</information>\n\n"
-            key = text_key(text)
-        result = results[found] = (text, key)
-        if len(results) > self.capacity:
-            results.popitem(last=False)
-        return result
 
-    def answer_found(self, rows: Sequence[int], read: LineReader) -> bool:
-        """Whether a golden answer occurs in the normalised information lines of ``rows``."""
+    def answer_found(self, rows: Sequence[int], read: LineReader, answers: Iterable[str]) -> bool:
+        """Whether a normalised golden answer of ``answers`` occurs in the normalised information lines
+        of ``rows``."""
         parts = []
-        for i, row in enumerate(rows, 1):
-            entry = self._entry(row, read)
-            if entry[1] is None:
-                entry[1] = normalize_answer(entry[0])
-            parts.append(f"doc {i}{entry[1]}")
+        with self._lock:
+            for i, row in enumerate(rows, 1):
+                entry = self._entry(row, read)
+                if entry[1] is None:
+                    entry[1] = normalize_answer(entry[0])
+                parts.append(f"doc {i}{entry[1]}")
         text = " ".join(parts)
-        return any(answer in text for answer in self._answers)
+        return any(answer in text for answer in answers)
+
+
+# one store per retriever object; the retrievers are themselves made once per process and spec
+_SHARED_LINES: weakref.WeakKeyDictionary[Any, PassageLines] = weakref.WeakKeyDictionary()
+_SHARED_LINES_LOCK = threading.Lock()
+
+
+def passage_lines_for(retriever: Any) -> PassageLines:
+    """The :class:`PassageLines` every env of this process over ``retriever`` shares."""
+    with _SHARED_LINES_LOCK:
+        lines = _SHARED_LINES.get(retriever)
+        if lines is None:
+            lines = _SHARED_LINES[retriever] = PassageLines()
+        return lines
 
 
 def search_r1_score(correct: bool, valid_sequence: bool, retrieval_correct: bool) -> float:
@@ -442,7 +475,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
         self._task_id_bytes: tuple[str | None, bytes] = (None, b"")  # the task id and its canonical bytes
-        self._passages = PassageLines()
+        self._passages = passage_lines_for(self.retriever)
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
         self._prompt = ""
@@ -492,6 +525,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         state = dict(self.__dict__)
         state.pop("task_source")
         state.pop("retriever")
+        state.pop("_passages")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -499,6 +533,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self.task_source = self._open_questions()
         self.retriever = self._open_retriever()
         self._rows_in_process = self._searches_rows(self.retriever)
+        self._passages = passage_lines_for(self.retriever)
 
     # ------------------------------------------------------------ world hooks
     def _clear_episode(self) -> None:
@@ -520,8 +555,6 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._evidence_rows = tuple(int(passage) for passage in self._evidence_ids)
         self._matches_answers = self.reward_preset != "agentenvs" or not self._evidence_rows
         self._normalized_golden = frozenset(normalize_answer(answer) for answer in task.golden_answers)
-        if self._matches_answers:
-            self._passages.set_answers(task.golden_answers)
         self._clear_episode()
 
     def _parse_action(self, action: str) -> SearchAction:
@@ -556,7 +589,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         rows, read = self._search(bounded_query(action.content))
         self._searches += 1
         self._retrieved.update(rows)
-        found = self._matches_answers and self._passages.answer_found(rows, read)
+        found = self._matches_answers and self._passages.answer_found(rows, read, self._normalized_golden)
         self._answer_seen = self._answer_seen or found
         components = {"tool_execution": 1.0 if rows else 0.0, "search_penalty": float(self._searches)}
         if self.reward_preset != "agentenvs":
@@ -682,9 +715,9 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return "Search with <search> query </search> or answer with <answer> text </answer>."
 
     def clear_passage_lines(self) -> None:
-        """Forget the passage lines and results kept across episodes, as in a fresh env (the retriever
-        keeps its cache)."""
-        self._passages = PassageLines(self._passages.capacity)
+        """Forget the passage lines and results kept across episodes, for every env of this process over
+        this env's retriever, which share them (the retriever keeps its query cache)."""
+        self._passages.clear()
 
     @property
     def searches(self) -> int:

@@ -120,5 +120,5 @@ def test_cleared_passage_lines_give_the_same_turns():
 
     first, kept = played(), played()
     env.clear_passage_lines()
-    assert len(env._passages._rows) == 0
+    assert len(env._passages) == 0
     assert first == kept == played()
