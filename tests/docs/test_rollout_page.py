@@ -43,6 +43,21 @@ def test_the_share_table_has_one_row_per_recorded_env_with_its_figures():
         assert set(figures) <= set(FIGURE.findall(recorded[env_id])), f"{env_id}: {row} vs {recorded[env_id]}"
 
 
+def test_colbench_like_for_like_rows_are_the_recorded_processes_at_one_worker():
+    # the vector worker, the jail template (its own CPU, not the jails it reaps) and the coordinator
+    processes = ("vector worker", "sandbox jail template", "coordinator (this process, + what it reaped)")
+    for result in ("bench_rollout_share.txt", "bench_rollout_share_cold_colbench.txt"):
+        lines = (RESULTS / result).read_text().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("agentenvs/ColBench-v0 "))
+        cells = []
+        for run in ("baseline 1w", "HEAD 1w"):
+            (line,) = [line for line in lines[start + 1 : start + 6] if line.strip().startswith(run)]
+            figures = [re.search(re.escape(name) + r" (\d+\.\d+)", line) for name in processes]
+            cells.append(", ".join(figure[1] for figure in figures if figure is not None))
+        row = f"(`{result}`) | {cells[0]} | {cells[1]} |"
+        assert row in page_section(), row
+
+
 def test_the_decode_speeds_and_their_source_are_the_recorded_ones():
     recorded = (RESULTS / "bench_rollout_share.txt").read_text()
     speeds = re.findall(r"([\d.]+B): (\d+) tokens/s", page_section())
@@ -78,7 +93,8 @@ def test_the_search_ratio_ranges_quoted_are_the_lowest_and_highest_recorded():
 
 def test_every_figure_of_the_section_is_recorded():
     recorded = set()
-    for result in ("bench_rollout_share.txt", "bench_search.txt", "bench_render_batch.txt"):
+    for result in ("bench_rollout_share.txt", "bench_rollout_share_cold_colbench.txt", "bench_search.txt",
+                   "bench_render_batch.txt"):  # fmt: skip
         recorded |= set(FIGURE.findall((RESULTS / result).read_text()))
     quoted = set(FIGURE.findall(page_section()))
     assert quoted <= recorded, f"the page's section quotes {sorted(quoted - recorded)}, recorded nowhere"
