@@ -465,8 +465,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             protocol=SearchProtocol(),
             render_mode=render_mode,
         )
-        self.retriever = self._open_retriever()
-        self._rows_in_process = self._searches_rows(self.retriever)
+        self._attach_retriever()
         # Search-R1's sequence rule is read by its preset alone; the answer-in-results check by the
         # paper presets and by the retrieval potential of questions without gold evidence.
         self._tracks_sequence = reward_preset == "search-r1"
@@ -475,7 +474,6 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         self._evidence_rows: tuple[int, ...] = ()
         self._normalized_golden: frozenset[str] = frozenset()
         self._task_id_bytes: tuple[str | None, bytes] = (None, b"")  # the task id and its canonical bytes
-        self._passages = passage_lines_for(self.retriever)
         self._information: tuple[str, str] | None = None  # the last search's observation and its obs_key
         self.question: Question | None = None
         self._prompt = ""
@@ -502,6 +500,13 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
             return open_retriever(str(self.retriever_spec))
         return builtin_retriever(self.corpus_passages, self.world_seed)
 
+    def _attach_retriever(self) -> None:
+        """Open the retriever (made once per process and spec), and take what goes with it: whether it
+        searches rows in process, and the passage lines every env over it shares."""
+        self.retriever = self._open_retriever()
+        self._rows_in_process = self._searches_rows(self.retriever)
+        self._passages = passage_lines_for(self.retriever)
+
     @staticmethod
     def _searches_rows(retriever: Any) -> bool:
         """Whether ``retriever`` is retrieval_index's in-process BM25, whose scorer gives rows alone."""
@@ -521,7 +526,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
         return corpus_line_parts(self.retriever.corpus, row)
 
     def __getstate__(self) -> dict[str, Any]:
-        # the question lists and the index travel as their handles (dataset, sizes, paths)
+        # the question lists, the index and its shared lines travel as their handles (dataset, sizes, paths)
         state = dict(self.__dict__)
         state.pop("task_source")
         state.pop("retriever")
@@ -531,9 +536,7 @@ class SearchEnv(AgentEnv[Question, SearchAction]):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.task_source = self._open_questions()
-        self.retriever = self._open_retriever()
-        self._rows_in_process = self._searches_rows(self.retriever)
-        self._passages = passage_lines_for(self.retriever)
+        self._attach_retriever()
 
     # ------------------------------------------------------------ world hooks
     def _clear_episode(self) -> None:
